@@ -1,0 +1,18 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/urfave/cli/v2"
+)
+
+// PLACEHOLDER(issue 2): replaced by the real command.
+func devHMSCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "hms",
+		Usage: "(not built yet: issue 2)",
+		Action: func(*cli.Context) error {
+			return errors.New("hms is not built yet (issue 2)")
+		},
+	}
+}

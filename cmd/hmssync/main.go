@@ -1,0 +1,40 @@
+// Command hmssync is the sidecar that keeps Doris FEs in step with a Hive Metastore,
+// together with its operator and developer tools. Each subcommand lives in a file
+// named after it; this file only assembles them.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "hmssync",
+		Usage: "keep Apache Doris frontends in step with a Hive Metastore",
+		Commands: []*cli.Command{
+			runCommand(),
+			demoCommand(),
+			statusCommand(),
+			cursorCommand(),
+			eventsCommand(),
+			devCommand(),
+			benchCommand(),
+			versionCommand(),
+		},
+		// Errors are printed once, by main, so that every command fails the same way.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+}
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "hmssync:", err)
+		if ec, ok := err.(cli.ExitCoder); ok {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
