@@ -56,8 +56,11 @@ type Catalog struct {
 	BatchSize      int
 	PollInterval   time.Duration
 	SkipEventTypes []string
-	// Include and Exclude are full-match patterns on "db.table" (on "db." for
-	// database-level changes). Empty Include means everything.
+	// CallTimeout bounds each metastore call (zero: 30 s).
+	CallTimeout time.Duration
+	// Include and Exclude are patterns on "db.table" (on "db." for
+	// database-level changes) that must match the whole subject (anchor them:
+	// ^(?:…)$). Empty Include means everything.
 	Include, Exclude []*regexp.Regexp
 }
 

@@ -15,6 +15,8 @@ import (
 // The steps shared by master and follower: read, decode, filter, apply.
 
 func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
+	defer cancel()
 	cur, err := l.cat.Source.CurrentEventID(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the metastore's current event id: %w", err)
@@ -24,6 +26,8 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 }
 
 func (l *catalogLoop) fetch(ctx context.Context, max int) (hms.Fetch, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
+	defer cancel()
 	start := time.Now()
 	f, err := l.cat.Source.NextEvents(ctx, l.own, max, l.cat.SkipEventTypes)
 	l.a.m.fetchSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
@@ -120,4 +124,11 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	l.st.authFailing = false
 	l.mu.Unlock()
 	return nil
+}
+
+func (l *catalogLoop) callTimeout() time.Duration {
+	if l.cat.CallTimeout > 0 {
+		return l.cat.CallTimeout
+	}
+	return 30 * time.Second
 }
