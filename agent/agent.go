@@ -68,9 +68,9 @@ func New(cfg Config) (*Agent, error) {
 
 // Run drives the sidecar until ctx ends, then shuts down in order: the catalog
 // loops stop (a batch in flight is abandoned; it is applied again later, which is
-// harmless), a master resigns so that a successor takes over at once, and the
-// election ends. Every step of the shutdown is bounded, also when etcd is
-// unreachable: resignTimeout bounds the resignation.
+// harmless), then the member leaves the election, which makes a master resign so
+// that a successor takes over at once. Every step of the shutdown is bounded, also
+// when etcd is unreachable: resignTimeout bounds leaving the election.
 func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
 	if resignTimeout <= 0 {
 		resignTimeout = 5 * time.Second
@@ -110,21 +110,19 @@ func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
 	loopWG.Wait()
 	a.running.Store(false)
 
-	if _, master := a.cfg.Elector.Current(); master {
-		rctx, cancel := context.WithTimeout(context.Background(), resignTimeout)
-		start := time.Now()
-		if err := a.cfg.Elector.Resign(rctx); err != nil {
-			a.log.Warn("could not resign the master role; a successor takes over when the lease expires", zap.Error(err))
-		} else {
-			a.log.Info("resigned the master role", zap.Duration("took", time.Since(start)))
-		}
-		cancel()
-	}
+	// Leaving the election resigns a master (the elector revokes its lease, so
+	// a successor wins in milliseconds); the elector bounds that by its request
+	// timeout even when etcd is unreachable, and resignTimeout bounds the wait.
+	_, wasMaster := a.cfg.Elector.Current()
+	start := time.Now()
 	stopElect()
 	select {
 	case <-electDone:
+		if wasMaster {
+			a.log.Info("resigned the master role", zap.Duration("took", time.Since(start)))
+		}
 	case <-time.After(resignTimeout):
-		a.log.Warn("election did not end in time; exiting anyway")
+		a.log.Warn("election did not end in time; exiting anyway (a successor takes over when the lease expires)")
 	}
 	stopBG()
 	bgWG.Wait()

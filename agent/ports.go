@@ -25,14 +25,14 @@ type EventDecoder interface {
 	Decode(hms.Event) ([]change.Descriptor, error)
 }
 
-// Elector holds this member's candidacy for the master role.
+// Elector holds this member's candidacy for the master role. Cancelling Run's
+// context leaves the election, resigning a master.
 type Elector interface {
 	Run(ctx context.Context) error
 	Current() (election.Term, bool)
 	Changed() <-chan struct{}
 	Leader() string
 	StepDown(reason string)
-	Resign(ctx context.Context) error
 }
 
 // CursorStore is the etcd side of the cursors and the pause key.
