@@ -10,9 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/cursorstore"
 )
 
 // Agent is one sidecar's driver.
@@ -60,6 +62,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.health.mu.Unlock()
 	a.pause = newPauseWatch(cfg.Store, a.m, a.log, a.retry)
+	if wr, ok := cfg.Store.(interface{ WatchRestarts() int64 }); ok {
+		a.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "hmssync", Name: "etcd_watch_reconnects_total",
+			Help: "Times the cursor store re-established an etcd watch (reconnects, compaction).",
+		}, func() float64 { return float64(wr.WatchRestarts()) }))
+	}
 	for _, c := range cfg.Catalogs {
 		a.loops = append(a.loops, newCatalogLoop(a, c))
 	}
@@ -87,6 +95,14 @@ func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
 	goBG(a.trackRole)
 	for _, l := range a.loops {
 		goBG(l.watch.run)
+	}
+	if a.cfg.Status != nil {
+		goBG(func(ctx context.Context) {
+			if err := a.cfg.Status.Run(ctx); err != nil {
+				a.log.Warn("status publisher ended", zap.Error(err))
+			}
+		})
+		goBG(a.publishStatus)
 	}
 
 	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
@@ -158,4 +174,38 @@ func (a *Agent) trackRole(ctx context.Context) {
 		case <-changed:
 		}
 	}
+}
+
+// publishStatus hands the member's status to the publisher every StatusInterval
+// and at once on a role change.
+func (a *Agent) publishStatus(ctx context.Context) {
+	every := a.cfg.StatusInterval
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		changed := a.cfg.Elector.Changed()
+		a.cfg.Status.Update(a.memberStatus())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-changed:
+		}
+	}
+}
+
+func (a *Agent) memberStatus() cursorstore.MemberStatus {
+	s := a.Status()
+	ms := cursorstore.MemberStatus{Member: s.Member, Role: s.Role, FEURL: s.FE.URL, Version: s.Version, Catalogs: map[string]cursorstore.CatalogStatus{}}
+	for _, c := range s.Catalogs {
+		cs := cursorstore.CatalogStatus{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError}
+		if c.LastErrorAt != nil {
+			cs.LastErrorTime = *c.LastErrorAt
+		}
+		ms.Catalogs[c.Name] = cs
+	}
+	return ms
 }

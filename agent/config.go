@@ -34,6 +34,10 @@ type Config struct {
 
 	Elector Elector
 	Store   CursorStore
+	// Status, when set, receives the member's status every StatusInterval and
+	// at role changes, for `hmssync status`.
+	Status         StatusPublisher
+	StatusInterval time.Duration
 
 	Catalogs []Catalog
 

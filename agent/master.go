@@ -149,7 +149,11 @@ func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int6
 		return nil
 	}
 	start := time.Now()
-	c, err := l.a.cfg.Store.CommitMaster(ctx, l.cat.Name, term.Token, l.lastSeen, value)
+	commit := l.a.cfg.Store.CommitMaster
+	if value < committed {
+		commit = l.a.cfg.Store.RewindMaster
+	}
+	c, err := commit(ctx, l.cat.Name, term.Token, l.lastSeen, value)
 	l.a.m.commitSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err == nil {
 		l.lastSeen = c

@@ -39,16 +39,27 @@ type Elector interface {
 type CursorStore interface {
 	MasterCursor(ctx context.Context, catalog string) (cursorstore.Cursor, error)
 	CommitMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64) (cursorstore.Cursor, error)
+	// RewindMaster is the fenced commit that may lower the cursor: only for a
+	// metastore whose notification log was reset.
+	RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64) (cursorstore.Cursor, error)
 	WatchMaster(ctx context.Context, catalog string) <-chan cursorstore.Cursor
 	MemberCursor(ctx context.Context, member, catalog string) (cursorstore.Cursor, error)
 	PutMemberCursor(ctx context.Context, member, catalog string, value int64) error
 	WatchPause(ctx context.Context) <-chan bool
 }
 
+// StatusPublisher keeps the member's status key in etcd current (`hmssync status`
+// reads it). Optional.
+type StatusPublisher interface {
+	Update(cursorstore.MemberStatus)
+	Run(ctx context.Context) error
+}
+
 // Compile-time checks that the production types fit.
 var (
-	_ EventSource  = (*hms.Client)(nil)
-	_ EventDecoder = hms.Decoder{}
-	_ Elector      = (*election.Elector)(nil)
-	_ CursorStore  = (*cursorstore.Store)(nil)
+	_ EventSource     = (*hms.Client)(nil)
+	_ EventDecoder    = hms.Decoder{}
+	_ Elector         = (*election.Elector)(nil)
+	_ CursorStore     = (*cursorstore.Store)(nil)
+	_ StatusPublisher = (*cursorstore.StatusPublisher)(nil)
 )

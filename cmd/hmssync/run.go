@@ -132,3 +132,8 @@ func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	_ = hs.Shutdown(sctx)
 	return err
 }
+
+// signalContext ends at SIGTERM or SIGINT.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+}
