@@ -85,8 +85,16 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	// The sidecars log warnings and errors only, to stderr, so that the view
 	// stays readable; the failover's "no longer master" shows up there.
 	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.Lock(os.Stderr), zap.ErrorLevel))
+	var view *demoView
+	// say reports a step of the story: a line of its own in plain mode, the
+	// view's event list on a terminal.
 	say := func(format string, args ...any) {
-		fmt.Fprintf(o.out, "%6.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		line := fmt.Sprintf("%6.1fs  %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		if view != nil && o.live {
+			view.events = append(view.events, line)
+			return
+		}
+		fmt.Fprintln(o.out, line)
 	}
 
 	dir, err := os.MkdirTemp("", "hmssync-demo-")
@@ -170,7 +178,7 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	go func() { wdone <- wl.Run(wctx, hmsSrv) }()
 	say("workload running for %s at %.0f changes/s", o.workload, o.rate)
 
-	view := &demoView{o: o, members: members, hms: hmsSrv, fes: fes, feCluster: feCluster, start: start}
+	view = &demoView{o: o, members: members, hms: hmsSrv, fes: fes, feCluster: feCluster, start: start}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	failoverAt := start.Add(o.workload / 2)
@@ -180,7 +188,9 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	for {
 		select {
 		case <-ctx.Done():
-			view.draw(say, true)
+			if o.live {
+				view.draw(say, true)
+			}
 			why := view.divergence()
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("demo: FEs not converged after %s: %s", o.timeout, why)
@@ -221,6 +231,7 @@ func runDemo(ctx context.Context, o demoOptions) error {
 			if why := view.divergence(); why == "" {
 				if o.live {
 					view.draw(say, true)
+					view = nil // the verdict goes below the view
 				}
 				say("converged: every FE holds the metastore's %d databases at event %d (%.1fs)", len(hmsSrv.Snapshot()), hmsSrv.CurrentEventID(), time.Since(start).Seconds())
 				return nil
@@ -298,6 +309,7 @@ type demoView struct {
 	feCluster *fetest.Cluster
 	start     time.Time
 	drawn     bool
+	events    []string // the story so far, shown under the table
 }
 
 // divergence says why the FEs have not converged yet ("" when they have).
@@ -399,6 +411,10 @@ func (v *demoView) draw(say func(string, ...any), final bool) {
 	}
 	if !final {
 		fmt.Fprintf(&b, "\n%s\n", convergedWord(v.divergence() == ""))
+	}
+	b.WriteString("\n")
+	for _, e := range v.events {
+		b.WriteString(e + "\n")
 	}
 	fmt.Fprint(v.o.out, b.String())
 }

@@ -63,11 +63,19 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 		return nil, fmt.Errorf("election: %w", err)
 	}
 	store := cursorstore.New(cli, cfg.Etcd.Prefix, cfg.Cluster, cfg.Etcd.RequestTimeout, log.Named("cursorstore"))
+	if err := store.Err(); err != nil {
+		return nil, fmt.Errorf("etcd.prefix %q, cluster %q: %w", cfg.Etcd.Prefix, cfg.Cluster, err)
+	}
+	pub, err := store.NewStatusPublisher(cfg.Member, cfg.Etcd.LeaseTTL, 0)
+	if err != nil {
+		return nil, fmt.Errorf("member %q: %w", cfg.Member, err)
+	}
 
 	var cats []agent.Catalog
 	maxCall := max(cfg.FE.Timeout, cfg.Etcd.RequestTimeout)
 	for _, cc := range cfg.Catalogs {
-		hc, err := hms.NewClient(hms.ClientConfig{URIs: cc.HMSURIs, DialTimeout: cc.HMSTimeout, Framed: cc.HMSFramed, UGIUser: cc.HMSUser,
+		hc, err := hms.NewClient(hms.ClientConfig{URIs: cc.HMSURIs, DialTimeout: min(cc.HMSTimeout, 10*time.Second), CallTimeout: cc.HMSTimeout,
+			Framed: cc.HMSFramed, UGIUser: cc.HMSUser,
 			Logger: log.Named("hms").With(zap.String("catalog", cc.Name))})
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s: metastore client: %w", cc.Name, err)
@@ -95,7 +103,7 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 	}
 	a, err := agent.New(agent.Config{
 		Cluster: cfg.Cluster, Member: cfg.Member, Version: version, FEURL: cfg.FE.URL,
-		Applier: ap, Scope: scope, FEHealth: health, Elector: el, Store: store, Catalogs: cats,
+		Applier: ap, Scope: scope, FEHealth: health, Elector: el, Store: store, Status: pub, Catalogs: cats,
 		Retry:      agent.Retry{Initial: cfg.Retry.Initial, Max: cfg.Retry.Max, AuthInterval: cfg.Retry.AuthInterval},
 		StuckAfter: 2*maxCall + 30*time.Second,
 		Logger:     log,
