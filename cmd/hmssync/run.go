@@ -77,7 +77,7 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 				return err
 			}
 			defer func() { _ = log.Sync() }()
-			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+			ctx, stop := signalContext(c.Context)
 			defer stop()
 			return runSidecarProcess(ctx, cfg, sec, log, level)
 		},
@@ -87,6 +87,10 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 // runSidecarProcess runs one sidecar until ctx ends (a signal), with its HTTP
 // surface and, when configured, its embedded etcd.
 func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger, level zap.AtomicLevel) error {
+	// finished disarms the shutdown watchdog below once everything, the
+	// embedded etcd included, has been closed.
+	finished := make(chan struct{})
+	defer close(finished)
 	if cfg.Etcd.EmbeddedDir != "" {
 		srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: cfg.Etcd.EmbeddedDir, ClientAddr: cfg.Etcd.EmbeddedListen})
 		if err != nil {
@@ -117,13 +121,20 @@ func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	// Whatever happens after the signal, the process ends within the shutdown
 	// timeout: an orchestrator waiting on a hung sidecar helps nobody.
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
 		t := time.NewTimer(cfg.ShutdownTimeout + time.Second)
 		defer t.Stop()
-		<-t.C
-		log.Error("shutdown did not finish in time; exiting", zap.Duration("shutdown_timeout", cfg.ShutdownTimeout))
-		_ = log.Sync()
-		os.Exit(1)
+		select {
+		case <-t.C:
+			log.Error("shutdown did not finish in time; exiting", zap.Duration("shutdown_timeout", cfg.ShutdownTimeout))
+			_ = log.Sync()
+			os.Exit(1)
+		case <-finished:
+		}
 	}()
 
 	err = sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
