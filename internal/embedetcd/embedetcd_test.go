@@ -1,0 +1,60 @@
+package embedetcd_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hmssync/hmssync/internal/embedetcd"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestDataSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	put := func() {
+		srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		cli, err := srv.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		if _, err := cli.Put(ctx, "/hmssync/x", "42"); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	put()
+
+	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cli, err := srv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/hmssync/x")
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "42" {
+		t.Fatalf("after restart got %v, want /hmssync/x = 42", resp.Kvs)
+	}
+}
+
+func TestStartWithoutDirIsAnError(t *testing.T) {
+	if _, err := embedetcd.Start(context.Background(), embedetcd.Config{}); err == nil {
+		t.Fatal("want an error for a missing data directory")
+	}
+}
