@@ -55,7 +55,7 @@ func parseTable(text []byte, needView bool) (tableObject, error) {
 			err = s.skip()
 		}
 		if err != nil && err != errStop {
-			return fmt.Errorf("Table field %s: %w", key, err)
+			return fmt.Errorf("table field %s: %w", key, err)
 		}
 		return err
 	})
@@ -75,7 +75,7 @@ func fieldSchemaName(s *jsonScanner) (string, error) {
 		return s.skip()
 	})
 	if err == nil && !seen {
-		err = fmt.Errorf("FieldSchema without a name (field 1)")
+		err = fmt.Errorf("field schema without a name (field 1)")
 	}
 	return name, err
 }
@@ -105,13 +105,13 @@ func parsePartition(text []byte) (partitionObject, error) {
 			err = s.skip()
 		}
 		if err != nil && err != errStop {
-			return fmt.Errorf("Partition field %s: %w", key, err)
+			return fmt.Errorf("partition field %s: %w", key, err)
 		}
 		return err
 	})
 	err = endObject(&s, err)
 	if err == nil && !seen {
-		err = fmt.Errorf("Partition without values (field 1)")
+		err = fmt.Errorf("partition without values (field 1)")
 	}
 	return p, err
 }
@@ -125,7 +125,7 @@ func parseDatabaseName(text []byte) (string, error) {
 			var err error
 			name, err = tjsonString(&s)
 			if err != nil {
-				return fmt.Errorf("Database field 1: %w", err)
+				return fmt.Errorf("database field 1: %w", err)
 			}
 			return errStop
 		}
@@ -133,7 +133,7 @@ func parseDatabaseName(text []byte) (string, error) {
 	})
 	err = endObject(&s, err)
 	if err == nil && name == "" {
-		err = fmt.Errorf("Database without a name (field 1)")
+		err = fmt.Errorf("database without a name (field 1)")
 	}
 	return name, err
 }
