@@ -3,6 +3,7 @@ module github.com/hmssync/hmssync
 go 1.26.0
 
 require (
+	github.com/apache/thrift v0.17.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/urfave/cli/v2 v2.27.7
@@ -16,7 +17,6 @@ require (
 )
 
 require (
-	github.com/apache/thrift v0.17.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -1,18 +1,89 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/hmssync/hmssync/hms/hmstest"
 )
 
-// PLACEHOLDER(issue 2): replaced by the real command.
 func devHMSCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "hms",
-		Usage: "(not built yet: issue 2)",
-		Action: func(*cli.Context) error {
-			return errors.New("hms is not built yet (issue 2)")
+		Usage: "run the fake Hive Metastore (real Thrift protocol) with an HTTP control API",
+		Description: "Serves get_next_notification, get_current_notificationEventId and friends on --listen,\n" +
+			"and the control API (POST /events, /clean, /reset, /faults, /down, /up; GET /state, /snapshot)\n" +
+			"on --control; see docs/dev-servers.md.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9083", Usage: "Thrift address"},
+			&cli.StringFlag{Name: "control", Value: "127.0.0.1:9084", Usage: "HTTP control API address"},
+			&cli.Float64Flag{Name: "workload", Usage: "run a workload of this many events per second (0: none)"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "workload seed"},
+			&cli.StringFlag{Name: "format", Value: "mixed", Usage: "message format of generated events: json, gzip or mixed"},
+			&cli.BoolFlag{Name: "framed", Usage: "framed Thrift transport"},
 		},
+		Action: runDevHMS,
 	}
+}
+
+func runDevHMS(c *cli.Context) error {
+	format, ok := map[string]hmstest.Format{"json": hmstest.FormatJSON, "gzip": hmstest.FormatGzip, "mixed": hmstest.FormatMixed}[c.String("format")]
+	if !ok {
+		return fmt.Errorf("--format %q: want json, gzip or mixed", c.String("format"))
+	}
+	if c.Float64("workload") < 0 {
+		return fmt.Errorf("--workload %v: want events per second, 0 for none", c.Float64("workload"))
+	}
+	opts := []hmstest.Option{hmstest.WithFormat(format)}
+	if c.Bool("framed") {
+		opts = append(opts, hmstest.WithFramed())
+	}
+	srv, err := hmstest.Listen(c.String("listen"), opts...)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", c.String("control"))
+	if err != nil {
+		return fmt.Errorf("--control: %w", err)
+	}
+	hs := &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 2)
+	go func() { errc <- hs.Serve(ln) }()
+	fmt.Fprintf(c.App.ErrWriter, "fake metastore on %s, control API on http://%s\n", srv.URI(), ln.Addr())
+	if rate := c.Float64("workload"); rate > 0 {
+		go func() {
+			err := hmstest.Workload{Rate: rate, Seed: c.Int64("seed")}.Run(ctx, srv)
+			if err != nil {
+				err = fmt.Errorf("workload: %w", err)
+			}
+			errc <- err
+		}()
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); err == nil && serr != nil {
+		err = serr
+	}
+	return err
 }

@@ -1,0 +1,114 @@
+package hms
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+)
+
+// conn is one Thrift connection to one metastore.
+type conn struct {
+	addr   string
+	nc     net.Conn
+	client *hmsthrift.ThriftHiveMetastoreClient
+	used   bool // at least one call completed on it
+}
+
+// thriftConfig caps what a response may make the client allocate. A notification
+// batch can be large (gzip messages of thousands of partitions), hence 1 GiB.
+var thriftConfig = &thrift.TConfiguration{
+	MaxMessageSize:     1 << 30,
+	MaxFrameSize:       1 << 30,
+	TBinaryStrictRead:  thrift.BoolPtr(true),
+	TBinaryStrictWrite: thrift.BoolPtr(true),
+}
+
+// dialConn connects to addr with the configured transport stack: TLS optionally,
+// then a buffered (default) or framed transport, then the strict binary protocol.
+func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.TLS != nil {
+		tc := cfg.TLS.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tlsConn := tls.Client(nc, tc)
+		if err := tlsConn.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		nc = tlsConn
+	}
+	var trans thrift.TTransport = &netTransport{nc: nc}
+	if cfg.Framed {
+		trans = thrift.NewTFramedTransportConf(trans, thriftConfig)
+	} else {
+		trans = thrift.NewTBufferedTransport(trans, 64<<10)
+	}
+	proto := thrift.NewTBinaryProtocolConf(trans, thriftConfig)
+	return &conn{
+		addr:   addr,
+		nc:     nc,
+		client: hmsthrift.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
+	}, nil
+}
+
+// do runs one call bounded by ctx and by callTimeout: the socket deadline is the
+// earlier of the two, and cancelling ctx expires it at once, so a stalled server
+// cannot hold the caller.
+func (c *conn) do(ctx context.Context, callTimeout time.Duration, fn func(context.Context, *hmsthrift.ThriftHiveMetastoreClient) error) error {
+	deadline := time.Now().Add(callTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	err := fn(ctx, c.client)
+	if err != nil && ctx.Err() != nil {
+		// Report the caller's cancellation or deadline, not the socket's i/o timeout.
+		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+	}
+	if err == nil {
+		c.used = true
+	}
+	return err
+}
+
+func (c *conn) close() { c.nc.Close() }
+
+// serverAnswered reports whether err is an answer from the metastore (an
+// application exception or a declared exception), after which the connection is
+// still in step; any other error leaves it unusable.
+func serverAnswered(err error) bool {
+	var ae thrift.TApplicationException
+	var me *hmsthrift.MetaException
+	return errors.As(err, &ae) || errors.As(err, &me)
+}
+
+// netTransport is a thrift.TTransport over a net.Conn that, unlike thrift.TSocket,
+// leaves the connection's deadlines to the caller (conn.do sets them per call).
+type netTransport struct{ nc net.Conn }
+
+func (t *netTransport) Open() error                       { return nil }
+func (t *netTransport) IsOpen() bool                      { return true }
+func (t *netTransport) Close() error                      { return t.nc.Close() }
+func (t *netTransport) Read(p []byte) (int, error)        { return t.nc.Read(p) }
+func (t *netTransport) Write(p []byte) (int, error)       { return t.nc.Write(p) }
+func (t *netTransport) Flush(context.Context) error       { return nil }
+func (t *netTransport) RemainingBytes() (numBytes uint64) { return ^uint64(0) }

@@ -1,0 +1,41 @@
+package hms
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzDecode checks that any event decodes to valid descriptors or to a
+// *DecodeError naming the event, and never panics. Seeds: the real corpus, the
+// hand-written messages of every event type, and their gzip forms.
+func FuzzDecode(f *testing.F) {
+	for _, ev := range realCorpus(f) {
+		f.Add(ev.Type, ev.Format, ev.Message, ev.Catalog)
+	}
+	for _, c := range decodeCases() {
+		f.Add(c.ev.Type, FormatJSON, c.ev.Message, c.ev.Catalog)
+		f.Add(c.ev.Type, "", gzipMessage(f, c.ev.Message), c.ev.Catalog)
+	}
+	f.Fuzz(func(t *testing.T, typ, format, message, catalog string) {
+		ev := Event{ID: 42, Time: 7, Type: typ, Format: format, Message: message, Catalog: catalog}
+		descs, err := Decoder{}.Decode(ev)
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) || de.EventID != 42 {
+				t.Fatalf("error %v is not a *DecodeError for event 42", err)
+			}
+			if descs != nil {
+				t.Fatalf("descriptors %v returned with error %v", descs, err)
+			}
+			return
+		}
+		for _, d := range descs {
+			if d.EventID != 42 || d.UpdateTime != 7 {
+				t.Fatalf("descriptor %+v does not carry the event's id and time", d)
+			}
+			if err := d.Validate(); err != nil {
+				t.Fatalf("invalid descriptor %+v: %v", d, err)
+			}
+		}
+	})
+}

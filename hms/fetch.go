@@ -1,0 +1,112 @@
+package hms
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Continuity says how a fetched batch relates to the id it was fetched after.
+type Continuity int
+
+const (
+	// Contiguous: the events follow the requested id without loss (with a skip
+	// list, ids may jump over skipped events).
+	Contiguous Continuity = iota
+	// Gap: events after the requested id were cleaned from the log; the consumer
+	// has missed changes and must full-refresh.
+	Gap
+	// Reset: the metastore's current id is below the requested id, as when its
+	// database was replaced; the consumer must full-refresh.
+	Reset
+)
+
+func (c Continuity) String() string {
+	switch c {
+	case Contiguous:
+		return "contiguous"
+	case Gap:
+		return "gap"
+	case Reset:
+		return "reset"
+	}
+	return fmt.Sprintf("Continuity(%d)", int(c))
+}
+
+// Fetch is the result of NextEvents.
+type Fetch struct {
+	// Events are the events after the requested id, ascending, without
+	// duplicates and without the skipped types.
+	Events     []Event
+	Continuity Continuity
+	// Dropped counts events the metastore returned that were not after the
+	// requested id or repeated an id (duplicates).
+	Dropped int
+	// Skipped counts events of the skipped types the metastore returned anyway
+	// (servers older than Hive 3 ignore the skip list), filtered here.
+	Skipped int
+	// Last is the highest id the metastore returned after the requested id, kept
+	// or skipped; the requested id when none. A consumer that applied Events may
+	// move its cursor to Last.
+	Last int64
+	// Current is the metastore's current event id when NextEvents had to read it
+	// (an empty batch), else 0.
+	Current int64
+}
+
+// NextEvents reads at most max events after the id after
+// (get_next_notification), asking the metastore to skip skipTypes, and
+// classifies the batch (SPEC §2 step 5): ids at or below after and repeated ids
+// are dropped; a first id beyond after+1 is a Gap (with a skip list, only if the
+// oldest retained event is beyond after+1); an empty batch with the current id
+// below after is a Reset.
+func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes []string) (Fetch, error) {
+	raw, err := c.nextNotification(ctx, after, max, skipTypes)
+	if err != nil {
+		return Fetch{}, err
+	}
+	f := Fetch{Last: after, Events: make([]Event, 0, len(raw))}
+	first := int64(-1)
+	for _, t := range raw {
+		if t.EventId <= f.Last {
+			f.Dropped++
+			continue
+		}
+		if max > 0 && len(f.Events)+f.Skipped == max {
+			break // a server that ignored maxEvents
+		}
+		if first < 0 {
+			first = t.EventId
+		}
+		f.Last = t.EventId
+		if slices.Contains(skipTypes, t.EventType) {
+			f.Skipped++
+			continue
+		}
+		f.Events = append(f.Events, EventFromThrift(t))
+	}
+	switch {
+	case first < 0:
+		cur, err := c.CurrentEventID(ctx)
+		if err != nil {
+			return Fetch{}, err
+		}
+		f.Current = cur
+		if cur < after {
+			f.Continuity = Reset
+		}
+	case first > after+1:
+		f.Continuity = Gap
+		if len(skipTypes) > 0 {
+			// The jump may be skipped events; only cleaned ones make a gap.
+			oldest, ok, err := c.OldestEventID(ctx)
+			if err != nil {
+				return Fetch{}, err
+			}
+			if ok && oldest <= after+1 {
+				f.Continuity = Contiguous
+			}
+		}
+	}
+	return f, nil
+}

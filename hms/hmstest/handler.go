@@ -1,0 +1,59 @@
+package hmstest
+
+import (
+	"context"
+
+	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+)
+
+// Version is what the fake reports as its metastore version (fb303 getVersion).
+const Version = "3.1.3-hmstest"
+
+// handler implements the metastore methods for the generated processor.
+type handler struct{ s *Server }
+
+func (h handler) GetVersion(context.Context) (string, error) { return Version, nil }
+
+func (h handler) GetStatus(context.Context) (hmsthrift.FbStatus, error) {
+	return hmsthrift.FbStatus_ALIVE, nil
+}
+
+func (h handler) GetAllDatabases(context.Context) ([]string, error) {
+	return h.s.Databases(), nil
+}
+
+func (h handler) SetUgi(_ context.Context, user string, groups []string) ([]string, error) {
+	return groups, nil
+}
+
+func (h handler) GetNextNotification(ctx context.Context, r *hmsthrift.NotificationEventRequest) (*hmsthrift.NotificationEventResponse, error) {
+	evs := h.s.log.after(r.LastEvent, int(r.GetMaxEvents()), r.EventTypeSkipList, r.GetCatName(), r.GetDbName(), r.TableNames)
+	if repeatRequested(ctx) {
+		evs = h.s.log.withDuplicates(r.LastEvent, evs)
+	}
+	resp := &hmsthrift.NotificationEventResponse{Events: make([]*hmsthrift.NotificationEvent, len(evs))}
+	for i, e := range evs {
+		resp.Events[i] = hms.ThriftEvent(e)
+	}
+	return resp, nil
+}
+
+func (h handler) GetCurrentNotificationEventId(context.Context) (*hmsthrift.CurrentNotificationEventId, error) {
+	return &hmsthrift.CurrentNotificationEventId{EventId: h.s.CurrentEventID()}, nil
+}
+
+func (h handler) GetNotificationEventsCount(_ context.Context, r *hmsthrift.NotificationEventsCountRequest) (*hmsthrift.NotificationEventsCountResponse, error) {
+	evs := h.s.log.after(r.FromEventId, 0, nil, r.GetCatName(), r.DbName, nil)
+	n := int64(0)
+	for _, e := range evs {
+		if r.IsSetToEventId() && e.ID > r.GetToEventId() {
+			break
+		}
+		if r.IsSetLimit() && n == r.GetLimit() {
+			break
+		}
+		n++
+	}
+	return &hmsthrift.NotificationEventsCountResponse{EventsCount: n}, nil
+}

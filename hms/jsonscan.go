@@ -1,0 +1,379 @@
+package hms
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// jsonScanner reads the few fields the decoder needs straight from a JSON text,
+// skipping everything else without building a tree. HMS messages are dominated by
+// large embedded objects the decoder mostly ignores; generic decoding (encoding/json
+// into maps or structs) spends most of its time on those and is several times
+// slower. The scanner never writes to its input and reports malformed input as an
+// error, never by panicking.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+var errUnexpectedEnd = errors.New("unexpected end of JSON")
+
+// errStop, returned by an object callback, ends the object early: the reader has
+// what it needs and the rest of the text is not read.
+var errStop = errors.New("stop reading")
+
+func (s *jsonScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (s *jsonScanner) peek() byte {
+	s.ws()
+	if s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+func (s *jsonScanner) syntax(what string) error {
+	if s.i >= len(s.b) {
+		return fmt.Errorf("%w (%s)", errUnexpectedEnd, what)
+	}
+	return fmt.Errorf("invalid JSON at offset %d: %s, found %q", s.i, what, s.b[s.i])
+}
+
+func (s *jsonScanner) expect(c byte) error {
+	if s.peek() != c {
+		return s.syntax("want " + strconv.QuoteRune(rune(c)))
+	}
+	s.i++
+	return nil
+}
+
+// end reports an error unless only white space is left.
+func (s *jsonScanner) end() error {
+	if s.peek() != 0 {
+		return s.syntax("want end of text")
+	}
+	return nil
+}
+
+// null consumes a JSON null if one is next.
+func (s *jsonScanner) null() bool {
+	if s.peek() == 'n' && bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// object calls fn for each member of the object at the cursor with the member's raw
+// key; fn must consume the member's value.
+func (s *jsonScanner) object(fn func(key []byte) error) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		key, _, err := s.rawString()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return s.syntax("want ',' or '}' in object")
+		}
+	}
+}
+
+// array calls fn for each element of the array at the cursor; fn must consume it.
+func (s *jsonScanner) array(fn func(i int) error) error {
+	if err := s.expect('['); err != nil {
+		return err
+	}
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for n := 0; ; n++ {
+		if err := fn(n); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.syntax("want ',' or ']' in array")
+		}
+	}
+}
+
+// rawString reads a string and returns its contents between the quotes, still
+// escaped, and whether it contains escapes at all.
+func (s *jsonScanner) rawString() (raw []byte, escaped bool, err error) {
+	if err := s.expect('"'); err != nil {
+		return nil, false, err
+	}
+	// A byte loop rather than bytes.IndexByte: embedded objects are strings full of
+	// \" escapes, where IndexByte's per-call cost dominates.
+	start := s.i
+	b := s.b
+	for i := start; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			s.i = i + 1
+			return b[start:i], escaped, nil
+		}
+	}
+	s.i = len(b)
+	return nil, false, s.syntax("unterminated string")
+}
+
+// appendString reads a string and appends its unescaped contents to dst, in one
+// pass over the text (embedded objects are long strings full of escapes).
+func (s *jsonScanner) appendString(dst []byte) ([]byte, error) {
+	if err := s.expect('"'); err != nil {
+		return dst, err
+	}
+	b := s.b
+	start := len(dst)
+	dst = slices.Grow(dst, len(b)-s.i)[:start+len(b)-s.i]
+	k := start
+	for i := s.i; i < len(b); {
+		c := b[i]
+		if c != '\\' {
+			if c == '"' {
+				s.i = i + 1
+				return dst[:k], nil
+			}
+			dst[k] = c
+			k++
+			i++
+			continue
+		}
+		// An escape. The two-byte ones are handled here; \u (rare) by unescape.
+		if i+1 < len(b) {
+			if e := simpleEscape[b[i+1]]; e != 0 {
+				dst[k] = e
+				k++
+				i += 2
+				continue
+			}
+		}
+		j := i + 2
+		if i+1 < len(b) && b[i+1] == 'u' {
+			j = i + 6
+			if j+6 <= len(b) && b[j] == '\\' && b[j+1] == 'u' {
+				j += 6 // a surrogate pair
+			}
+		}
+		if j > len(b) {
+			s.i = len(b)
+			return dst[:k], s.syntax("unterminated string")
+		}
+		out, err := unescape(dst[k:k], b[i:j])
+		if err != nil {
+			s.i = i
+			return dst[:k], err
+		}
+		k += len(out)
+		i = j
+	}
+	s.i = len(b)
+	return dst[:k], s.syntax("unterminated string")
+}
+
+// str reads a string value and returns it unescaped. ok is false for null.
+func (s *jsonScanner) str() (v string, ok bool, err error) {
+	if s.null() {
+		return "", false, nil
+	}
+	if s.peek() != '"' {
+		return "", false, s.syntax("want a string")
+	}
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return "", false, err
+	}
+	if !escaped {
+		return string(raw), true, nil
+	}
+	b, err := unescape(nil, raw)
+	if err != nil {
+		return "", false, err
+	}
+	return string(b), true, nil
+}
+
+// int reads an integer number.
+func (s *jsonScanner) int() (int64, error) {
+	s.ws()
+	start := s.i
+	for s.i < len(s.b) && (s.b[s.i] == '-' || (s.b[s.i] >= '0' && s.b[s.i] <= '9')) {
+		s.i++
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	if err != nil {
+		return 0, s.syntax("want an integer")
+	}
+	return n, nil
+}
+
+// skip consumes one value of any kind. It checks brackets nest properly but is
+// otherwise lenient about values it is not asked to read.
+func (s *jsonScanner) skip() error {
+	var stack []byte // open brackets, only allocated for nested values
+	for {
+		switch c := s.peek(); c {
+		case 0:
+			return s.syntax("want a value")
+		case '{', '[':
+			stack = append(stack, c)
+			s.i++
+		case '}', ']':
+			if len(stack) == 0 || (stack[len(stack)-1] == '{') != (c == '}') {
+				return s.syntax("unbalanced bracket")
+			}
+			stack = stack[:len(stack)-1]
+			s.i++
+		case '"':
+			if _, _, err := s.rawString(); err != nil {
+				return err
+			}
+		case ',', ':':
+			if len(stack) == 0 {
+				return s.syntax("want a value")
+			}
+			s.i++
+		default:
+			start := s.i
+			for s.i < len(s.b) && isScalarByte(s.b[s.i]) {
+				s.i++
+			}
+			if s.i == start {
+				return s.syntax("want a value")
+			}
+		}
+		if len(stack) == 0 {
+			return nil
+		}
+	}
+}
+
+func isScalarByte(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' || c == '.' || c == 'E'
+}
+
+// simpleEscape maps the byte after a backslash to what it stands for; 0 for \u
+// and invalid escapes.
+var simpleEscape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unescape appends the unescaped contents of a JSON string (without quotes) to dst.
+func unescape(dst, raw []byte) ([]byte, error) {
+	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && raw[j] != '\\' {
+			j++
+		}
+		dst = append(dst, raw[i:j]...)
+		if j == len(raw) {
+			return dst, nil
+		}
+		i = j + 1
+		if i >= len(raw) {
+			return dst, errors.New("invalid JSON string: ends with a backslash")
+		}
+		c := raw[i]
+		i++
+		switch c {
+		case '"', '\\', '/':
+			dst = append(dst, c)
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(raw[i:])
+			if !ok {
+				return dst, errors.New(`invalid JSON string: bad \u escape`)
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				// A high surrogate must be followed by an escaped low one.
+				r2, ok := rune(-1), false
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					r2, ok = hex4(raw[i+2:])
+				}
+				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return dst, fmt.Errorf("invalid JSON string: unknown escape \\%c", c)
+		}
+	}
+	return dst, nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
