@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/apache/thrift v0.17.0
+	github.com/klauspost/compress v1.20.4
 	github.com/urfave/cli/v2 v2.27.7
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
