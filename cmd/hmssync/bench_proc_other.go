@@ -1,0 +1,18 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"time"
+)
+
+// The per-process figures come from /proc; elsewhere they are reported as
+// unavailable (zero) rather than guessed.
+
+var errNoProc = errors.New("per-process CPU and RSS are read from /proc, which this system lacks")
+
+func processCPU(int) (time.Duration, error) { return 0, errNoProc }
+func processPeakRSS(int) (int64, error)     { return 0, errNoProc }
+func loadAverage() string                   { return "unknown" }
+func machineDescription() string            { return "unknown" }

@@ -1,0 +1,525 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hmssync/hmssync/applier/fetest"
+	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/hmstest"
+)
+
+// benchCatalog is the one catalog the bench synchronises.
+const benchCatalog = "hive"
+
+// benchMembers is the topology's size: one master and two followers.
+const benchMembers = 3
+
+// benchEnv is what every run of one invocation shares.
+type benchEnv struct {
+	o    benchOptions
+	etcd []string // embedded etcd's endpoints
+	cli  *clientv3.Client
+	tmpl *benchTemplate
+	dir  string // scratch directory for configurations and logs
+	say  func(format string, args ...any)
+}
+
+// runSample is what one run of one dialect measured.
+type runSample struct {
+	leader string
+
+	// Drain of the backlog.
+	drainEvents          int64
+	drainMasterEPS       float64
+	drainFollowerEPS     []float64 // per follower
+	drainLagMS           []float64 // every follower × master commit of the drain
+	drainBatches         int
+	refreshStatements    int // doris: REFRESH statements during the drain
+	feRequests           int // native: batches the master's FE received during the drain
+	affectedTables       int // Σ over batches of the tables the batch touched
+	affectedObjects      int // … of the tables, databases whose table list changed and the catalog's database list
+	etcdRevs             int
+	etcdPuts             map[string]int
+	cpuPer100k           []float64 // per member, drain phase
+	peakRSS              []int64   // per member, whole run
+	memberNames          []string
+	masterIndex          int
+	steadyLatencyMS      []float64 // every event of the steady phase
+	steadyLagMS          []float64 // every follower × master commit of the steady phase
+	steadyEvents         int64
+	steadyRate           float64
+	steadyLatencySubject string
+}
+
+// runTopology runs one dialect's topology once: a fresh fake metastore, three
+// fake FEs, three sidecar processes on the shared etcd; first the backlog
+// drain, then the steady phase.
+func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (s runSample, err error) {
+	o := env.o
+	label := fmt.Sprintf("run %d/%d %s", run, o.runs, dialect)
+	hmsSrv := hmstest.NewServer()
+	defer hmsSrv.Close()
+
+	var fes []*fetest.Server
+	if dialect == "doris" {
+		cl := fetest.NewCluster(benchMembers, fetest.Options{})
+		defer cl.Close()
+		fes = cl.Servers()
+	} else {
+		for range benchMembers {
+			fe := fetest.NewServer(fetest.Options{})
+			defer fe.Close()
+			fes = append(fes, fe)
+		}
+	}
+	if o.feLatency > 0 {
+		for _, fe := range fes {
+			fe.InjectFault(fetest.Fault{Delay: o.feLatency})
+		}
+	}
+
+	cluster := fmt.Sprintf("bench-%s-%d", dialect, run)
+	root, err := cursorstore.ClusterPrefix(cursorstore.DefaultPrefix, cluster)
+	if err != nil {
+		return s, err
+	}
+	gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
+	resp, err := env.cli.Get(gctx, root+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	gcancel()
+	if err != nil {
+		return s, fmt.Errorf("%s: read etcd's revision: %w", label, err)
+	}
+	octx, ocancel := context.WithCancel(ctx)
+	defer ocancel()
+	obs := observeEtcd(octx, env.cli, root, benchCatalog, resp.Header.Revision+1)
+
+	runDir := filepath.Join(env.dir, cluster)
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
+		return s, err
+	}
+	children := make([]*benchChild, benchMembers)
+	defer func() {
+		for _, c := range children {
+			if c == nil {
+				continue
+			}
+			if serr := c.stop(15 * time.Second); serr != nil && err == nil {
+				err = fmt.Errorf("%s: %w", label, serr)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("%w%s", err, childLogs(children))
+		}
+	}()
+	for i := range children {
+		cfg := benchSidecarConfig(cluster, fmt.Sprintf("sidecar-%d", i+1), env.etcd, fes[i].URL, dialect, hmsSrv.URI(), o)
+		if err := cfg.validate(); err != nil {
+			return s, fmt.Errorf("%s: sidecar configuration: %w", label, err)
+		}
+		prefix := ""
+		if o.profileDir != "" {
+			prefix = filepath.Join(o.profileDir, fmt.Sprintf("%s-run%d-%s", dialect, run, cfg.Member))
+		}
+		if children[i], err = startBenchChild(runDir, cfg, prefix); err != nil {
+			return s, err
+		}
+		s.memberNames = append(s.memberNames, cfg.Member)
+	}
+	alive := func() error {
+		for _, c := range children {
+			if c.exited() {
+				return fmt.Errorf("sidecar %s exited early: %v", c.name, c.waitErr)
+			}
+		}
+		return obs.watchErr()
+	}
+	atLeast := func(v int64) bool {
+		if obs.masterTrack().latest() < v {
+			return false
+		}
+		for _, m := range s.memberNames {
+			if obs.memberTrack(m).latest() < v {
+				return false
+			}
+		}
+		return true
+	}
+
+	// Set-up: on the empty metastore every member full-refreshes at event 0.
+	if err := benchWait(ctx, 60*time.Second, "the sidecars' first full refresh (every cursor at 0)", func() (bool, error) {
+		return atLeast(0), alive()
+	}); err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	if s.leader, err = electionLeader(ctx, env.cli, root); err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	s.masterIndex = -1
+	for i, m := range s.memberNames {
+		if m == s.leader {
+			s.masterIndex = i
+		}
+	}
+	if s.masterIndex < 0 {
+		return s, fmt.Errorf("%s: the election names %q, not one of the sidecars", label, s.leader)
+	}
+	env.say("%s: sidecars up, %s is master", label, s.leader)
+
+	// Drain: the whole template lands in the log at once.
+	cpu0, err := childrenCPU(children)
+	if err != nil {
+		return s, err
+	}
+	counts0 := obs.counts()
+	stmts0, reqs0 := len(fes[0].Statements()), len(fes[s.masterIndex].Changes())
+	n := int64(len(env.tmpl.events))
+	t0 := time.Now()
+	hmsSrv.Append(env.tmpl.events...)
+	lastSay := time.Now()
+	err = benchWait(ctx, drainTimeout(n), fmt.Sprintf("the drain of %d events", n), func() (bool, error) {
+		if time.Since(lastSay) >= 2*time.Second {
+			lastSay = time.Now()
+			var fs []string
+			for i, m := range s.memberNames {
+				if i != s.masterIndex {
+					fs = append(fs, fmt.Sprint(max(obs.memberTrack(m).latest(), 0)))
+				}
+			}
+			env.say("%s: draining: master %d/%d, followers %s (%.0fs)", label, max(obs.masterTrack().latest(), 0), n, strings.Join(fs, ", "), time.Since(t0).Seconds())
+		}
+		return atLeast(n), alive()
+	})
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	cpu1, err := childrenCPU(children)
+	if err != nil {
+		return s, err
+	}
+	counts1 := obs.counts()
+	if dialect == "doris" {
+		for _, st := range fes[0].Statements()[stmts0:] {
+			if strings.HasPrefix(st, "REFRESH ") {
+				s.refreshStatements++
+			}
+		}
+	}
+	s.feRequests = len(fes[s.masterIndex].Changes()) - reqs0
+	s.drainEvents = n
+	s.etcdRevs = counts1.revs - counts0.revs
+	s.etcdPuts = map[string]int{}
+	for k, v := range counts1.puts {
+		s.etcdPuts[k] = v - counts0.puts[k]
+	}
+	for i := range children {
+		s.cpuPer100k = append(s.cpuPer100k, (cpu1[i]-cpu0[i]).Seconds()/float64(n)*100000)
+	}
+	if err := s.drainFigures(obs, env.tmpl, 0, n, t0); err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	env.say("%s: drained %d events: master %.0f events/s, slowest follower %.0f events/s, %d batches",
+		label, n, s.drainMasterEPS, minOf(s.drainFollowerEPS), s.drainBatches)
+
+	// Steady state: events arrive at o.rate for o.steady.
+	var poller *fePoller
+	pctx, pcancel := context.WithCancel(ctx)
+	pollerDone := func() {}
+	defer func() { pcancel(); pollerDone() }()
+	if dialect == "native" {
+		poller, pollerDone = pollFEs(pctx, fes, benchCatalog, time.Millisecond)
+	}
+	steadyStart := time.Now()
+	marks := appendAtRate(ctx, hmsSrv, env.tmpl.events, o.rate, o.steady)
+	if len(marks) == 0 {
+		return s, fmt.Errorf("%s: the steady phase appended nothing (--duration %s too short for --rate %g?)", label, o.steady, o.rate)
+	}
+	last := marks[len(marks)-1].last
+	s.steadyEvents = last - n
+	s.steadyRate = float64(s.steadyEvents) / marks[len(marks)-1].at.Sub(steadyStart).Seconds()
+	caughtUp := func() (bool, error) {
+		if !atLeast(last) {
+			return false, alive()
+		}
+		if poller != nil {
+			for i := range fes {
+				if poller.track(i).latest() < last {
+					return false, alive()
+				}
+			}
+		}
+		return true, alive()
+	}
+	if err := benchWait(ctx, 60*time.Second+2*o.poll, "the steady phase's last event on every member and FE", caughtUp); err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	pcancel()
+	s.steadyFigures(obs, poller, marks, n)
+	env.say("%s: steady %d events at %.0f/s: latency p50 %.0f ms, p99 %.0f ms; follower lag p99 %.0f ms",
+		label, s.steadyEvents, s.steadyRate, percentile(s.steadyLatencyMS, 0.5), percentile(s.steadyLatencyMS, 0.99), percentile(s.steadyLagMS, 0.99))
+
+	leaderNow, err := electionLeader(ctx, env.cli, root)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	if leaderNow != s.leader {
+		return s, fmt.Errorf("%s: the master changed during the run (%s, then %s): the figures would mix roles", label, s.leader, leaderNow)
+	}
+	for _, c := range children {
+		rss, err := processPeakRSS(c.pid())
+		if err != nil {
+			return s, err
+		}
+		s.peakRSS = append(s.peakRSS, rss)
+	}
+	return s, nil
+}
+
+// drainFigures derives the drain's rates, batches, lags and touched objects from
+// the cursor moves of events (from, to].
+func (s *runSample) drainFigures(obs *etcdObserver, tmpl *benchTemplate, from, to int64, appended time.Time) error {
+	mt := obs.masterTrack()
+	var commits cursorTrack
+	for _, m := range mt {
+		if m.value > from && m.value <= to {
+			commits = append(commits, m)
+		}
+	}
+	if len(commits) == 0 {
+		return errors.New("no master commit observed during the drain")
+	}
+	s.drainBatches = len(commits)
+	// The rates run from the master's first commit: before it the master may
+	// still have been waiting out its poll interval, which says nothing about
+	// its speed. A drain done in one batch has no interval: its rate is
+	// measured from the append (a lower bound).
+	first, end := commits[0], commits[len(commits)-1]
+	span := end.at.Sub(first.at)
+	events := to - first.value
+	if len(commits) == 1 {
+		events = to - from
+		span = end.at.Sub(appended)
+	}
+	s.drainMasterEPS = perSecond(events, span)
+	for i, m := range s.memberNames {
+		if i == s.masterIndex {
+			continue
+		}
+		ft := obs.memberTrack(m)
+		at, ok := ft.reached(to)
+		if !ok {
+			return fmt.Errorf("follower %s never reached %d", m, to)
+		}
+		s.drainFollowerEPS = append(s.drainFollowerEPS, perSecond(events, at.Sub(first.at)))
+		if len(commits) == 1 {
+			s.drainFollowerEPS[len(s.drainFollowerEPS)-1] = perSecond(events, at.Sub(appended))
+		}
+		s.drainLagMS = append(s.drainLagMS, lagsMS(commits, ft)...)
+	}
+	prev := from
+	for _, c := range commits {
+		tables, objects := tmpl.affected(prev, c.value)
+		s.affectedTables += tables
+		s.affectedObjects += objects
+		prev = c.value
+	}
+	return nil
+}
+
+// steadyFigures derives the steady phase's latencies (append → applied on every
+// FE) and the followers' lags after each master commit beyond after.
+func (s *runSample) steadyFigures(obs *etcdObserver, poller *fePoller, marks []appendMark, after int64) {
+	var applied []cursorTrack
+	if poller != nil {
+		// Native: each FE's own account of what it applied.
+		s.steadyLatencySubject = "applied on all three FEs (each FE's applied event id, sampled every 1 ms)"
+		for i := range benchMembers {
+			applied = append(applied, poller.track(i))
+		}
+	} else {
+		// Doris: one cluster; the master's commit follows its REFRESH.
+		s.steadyLatencySubject = "refreshed on the FE cluster (the master's commit, which follows its REFRESH statements)"
+		applied = append(applied, obs.masterTrack())
+	}
+	for _, mk := range marks {
+		for id := mk.first; id <= mk.last; id++ {
+			var latest time.Time
+			for _, t := range applied {
+				at, _ := t.reached(id)
+				if at.After(latest) {
+					latest = at
+				}
+			}
+			s.steadyLatencyMS = append(s.steadyLatencyMS, millis(latest.Sub(mk.at)))
+		}
+	}
+	var commits cursorTrack
+	for _, m := range obs.masterTrack() {
+		if m.value > after {
+			commits = append(commits, m)
+		}
+	}
+	for i, m := range s.memberNames {
+		if i != s.masterIndex {
+			s.steadyLagMS = append(s.steadyLagMS, lagsMS(commits, obs.memberTrack(m))...)
+		}
+	}
+}
+
+// lagsMS is, for each master commit, how long after it the follower's cursor
+// reached the committed value.
+func lagsMS(commits, follower cursorTrack) []float64 {
+	var out []float64
+	for _, c := range commits {
+		if at, ok := follower.reached(c.value); ok {
+			out = append(out, millis(at.Sub(c.at)))
+		}
+	}
+	return out
+}
+
+// benchSidecarConfig is one sidecar's configuration: the production defaults but
+// for the addresses, the batch size and the poll interval the bench was given,
+// and quiet logs.
+func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, hmsURI string, o benchOptions) sidecarConfig {
+	cfg := defaultConfig()
+	cfg.Cluster = cluster
+	cfg.Member = member
+	cfg.Etcd.Endpoints = etcd
+	cfg.FE.URL = feURL
+	cfg.FE.Dialect = dialect
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Log = logConfig{Level: "warn", Format: "json"}
+	cfg.Catalogs = []catalogConfig{{Name: benchCatalog, HMSURIs: []string{hmsURI}, BatchSize: o.batchSize, PollInterval: o.poll}}
+	defaultCatalog(&cfg.Catalogs[0])
+	return cfg
+}
+
+// electionLeader names the member holding the election: the candidate key with
+// the lowest create revision (etcd's election recipe).
+func electionLeader(ctx context.Context, cli *clientv3.Client, root string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, root+"/election/", clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	if err != nil {
+		return "", fmt.Errorf("read the election from etcd: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", errors.New("no sidecar holds the election")
+	}
+	return string(resp.Kvs[0].Value), nil
+}
+
+// appendMark is a group of events appended together at one time.
+type appendMark struct {
+	first, last int64
+	at          time.Time
+}
+
+// appendAtRate appends events (cycling through evs, which get new ids) at rate
+// per second for d, in small groups every 2 ms, and records when each group was
+// appended.
+func appendAtRate(ctx context.Context, srv *hmstest.Server, evs []hms.Event, rate float64, d time.Duration) []appendMark {
+	var marks []appendMark
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	start := time.Now()
+	sent, k := 0, 0
+	for {
+		now := time.Now()
+		el := now.Sub(start)
+		if el >= d {
+			return marks
+		}
+		if due := int(rate*el.Seconds()) - sent; due > 0 {
+			group := make([]hms.Event, due)
+			for i := range group {
+				group[i] = evs[k%len(evs)]
+				k++
+			}
+			first, last := srv.Append(group...)
+			marks = append(marks, appendMark{first, last, now})
+			sent += due
+		}
+		select {
+		case <-ctx.Done():
+			return marks
+		case <-t.C:
+		}
+	}
+}
+
+// childrenCPU reads every child's CPU time.
+func childrenCPU(children []*benchChild) ([]time.Duration, error) {
+	out := make([]time.Duration, len(children))
+	for i, c := range children {
+		d, err := processCPU(c.pid())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// childLogs is the tail of each child's log, for a failed run's error.
+func childLogs(children []*benchChild) string {
+	var b strings.Builder
+	for _, c := range children {
+		if c == nil {
+			continue
+		}
+		if tail := strings.TrimSpace(c.logTail()); tail != "" {
+			fmt.Fprintf(&b, "\n--- %s log (%s), last lines:\n%s", c.name, c.logPath, tail)
+		}
+	}
+	return b.String()
+}
+
+// drainTimeout bounds a drain generously: at 200 events/s, a tenth of the goal,
+// and at least two minutes.
+func drainTimeout(n int64) time.Duration {
+	return max(2*time.Minute, time.Duration(n/200)*time.Second)
+}
+
+// waitFor polls cond every 10 ms until it holds, fails, or timeout passes.
+func benchWait(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: not done after %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func perSecond(events int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(events) / d.Seconds()
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
