@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -140,6 +142,15 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 			return nil, fmt.Errorf("bench: --profile-dir: %w", err)
 		}
+		f, err := os.Create(filepath.Join(o.profileDir, "bench.cpu.pprof"))
+		if err != nil {
+			return nil, fmt.Errorf("bench: --profile-dir: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, fmt.Errorf("bench: cpu profile of the bench process: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	etcd, err := embedetcd.Start(ctx, embedetcd.Config{Dir: dir + "/etcd"})
 	if err != nil {

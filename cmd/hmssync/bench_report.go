@@ -48,6 +48,17 @@ type benchFigures struct {
 	CPUPer100kMaster       float64   `json:"cpu_sec_per_100k_events_master"`
 	CPUPer100kFollowerMax  float64   `json:"cpu_sec_per_100k_events_follower_max"`
 	RunsDrainEPS           []float64 `json:"runs_drain_events_per_sec"`
+	// Where the master's batch time goes during the drain (mean ms per batch,
+	// from its /metrics), and what the bench process itself (the fake
+	// metastore and FEs, etcd) spent, which competes for the same cores.
+	MasterStageMS map[string]float64 `json:"master_batch_stage_ms"`
+	// Where the last run ended: the last event appended, each member's
+	// cursor and (native) each FE's applied event id, all equal to it when
+	// the run finished.
+	LastEventID       int64   `json:"last_event_id"`
+	MemberCursors     []int64 `json:"member_cursors"`
+	FEAppliedEventIDs []int64 `json:"fe_applied_event_ids,omitempty"`
+	BenchCPUPer100k   float64 `json:"bench_process_cpu_sec_per_100k_events"`
 }
 
 // inFE is the in-FE design's ceiling at its defaults (reference doris.md §1).
@@ -152,6 +163,15 @@ func figuresOf(runs []runSample, raw float64) *benchFigures {
 	f.CPUPer100kMaster = med(func(s runSample) float64 { return role(s, true, s.cpuPer100k) })
 	f.CPUPer100kFollowerMax = med(func(s runSample) float64 { return role(s, false, s.cpuPer100k) })
 	f.CPUPer100k = max(f.CPUPer100kMaster, f.CPUPer100kFollowerMax)
+	if len(runs) > 0 {
+		last := runs[len(runs)-1]
+		f.LastEventID, f.MemberCursors, f.FEAppliedEventIDs = last.lastEventID, last.memberCursors, last.feApplied
+	}
+	f.BenchCPUPer100k = med(func(s runSample) float64 { return s.benchCPUPer100k })
+	f.MasterStageMS = map[string]float64{}
+	for _, k := range []string{"fetch", "decode", "apply", "commit"} {
+		f.MasterStageMS[k] = med(func(s runSample) float64 { return s.stageMS[k] })
+	}
 	return f
 }
 
@@ -163,6 +183,8 @@ func (r *benchReport) headline(dialects []string) {
 		if first {
 			r.benchFigures = *f
 			r.RunsDrainEPS = nil
+			r.MasterStageMS = nil
+			r.MemberCursors, r.FEAppliedEventIDs = nil, nil
 			r.SteadySubject = ""
 			first = false
 			continue
@@ -237,6 +259,13 @@ func (r *benchReport) writeTable(w io.Writer) {
 	})
 	row("7. CPU seconds per 100,000 events, master / busiest follower", "", func(f *benchFigures) string {
 		return fmt.Sprintf("%.2f / %.2f", f.CPUPer100kMaster, f.CPUPer100kFollowerMax)
+	})
+	row("7. … the bench process (fake metastore and FEs, etcd) on the same cores", "", func(f *benchFigures) string {
+		return fmt.Sprintf("%.2f", f.BenchCPUPer100k)
+	})
+	row("master's mean time per batch in the drain: fetch / decode / apply / commit (ms)", "", func(f *benchFigures) string {
+		m := f.MasterStageMS
+		return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", m["fetch"], m["decode"], m["apply"], m["commit"])
 	})
 	in := r.InFE
 	row(fmt.Sprintf("8. in-FE design at its defaults (%d events per %.0f s tick)", in.BatchPerTick, in.TickMS/1000),

@@ -58,6 +58,12 @@ type runSample struct {
 	steadyEvents         int64
 	steadyRate           float64
 	steadyLatencySubject string
+	httpAddrs            []string
+	lastEventID          int64              // the last event appended
+	memberCursors        []int64            // each member's cursor at the end
+	feApplied            []int64            // native: each FE's applied event id at the end
+	stageMS              map[string]float64 // master's mean ms per batch in each stage, drain
+	benchCPUPer100k      float64            // the bench process (fakes, etcd): CPU s per 100k drained events
 }
 
 // runTopology runs one dialect's topology once: a fresh fake metastore, three
@@ -122,6 +128,10 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	}()
 	for i := range children {
 		cfg := benchSidecarConfig(cluster, fmt.Sprintf("sidecar-%d", i+1), env.etcd, fes[i].URL, dialect, hmsSrv.URI(), o)
+		if cfg.HTTP.Listen, err = freeAddress(); err != nil {
+			return s, err
+		}
+		s.httpAddrs = append(s.httpAddrs, cfg.HTTP.Listen)
 		if err := cfg.validate(); err != nil {
 			return s, fmt.Errorf("%s: sidecar configuration: %w", label, err)
 		}
@@ -180,6 +190,14 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 		return s, err
 	}
 	counts0 := obs.counts()
+	self0, err := processCPU(os.Getpid())
+	if err != nil {
+		return s, err
+	}
+	stages0, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
 	stmts0, reqs0 := len(fes[0].Statements()), len(fes[s.masterIndex].Changes())
 	n := int64(len(env.tmpl.events))
 	t0 := time.Now()
@@ -206,6 +224,16 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 		return s, err
 	}
 	counts1 := obs.counts()
+	self1, err := processCPU(os.Getpid())
+	if err != nil {
+		return s, err
+	}
+	stages1, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	s.stageMS = stages1.perBatchMS(stages0)
+	s.benchCPUPer100k = (self1 - self0).Seconds() / float64(n) * 100000
 	if dialect == "doris" {
 		for _, st := range fes[0].Statements()[stmts0:] {
 			if strings.HasPrefix(st, "REFRESH ") {
@@ -226,8 +254,9 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	if err := s.drainFigures(obs, env.tmpl, 0, n, t0); err != nil {
 		return s, fmt.Errorf("%s: %w", label, err)
 	}
-	env.say("%s: drained %d events: master %.0f events/s, slowest follower %.0f events/s, %d batches",
-		label, n, s.drainMasterEPS, minOf(s.drainFollowerEPS), s.drainBatches)
+	env.say("%s: drained %d events: master %.0f events/s, slowest follower %.0f events/s, %d batches; master per batch: fetch %.1f ms, decode %.1f ms, apply %.1f ms, commit %.1f ms; wall %.1f ms",
+		label, n, s.drainMasterEPS, minOf(s.drainFollowerEPS), s.drainBatches,
+		s.stageMS["fetch"], s.stageMS["decode"], s.stageMS["apply"], s.stageMS["commit"], 1000*float64(o.batchSize)/s.drainMasterEPS)
 
 	// Steady state: events arrive at o.rate for o.steady.
 	var poller *fePoller
@@ -272,6 +301,15 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	}
 	if leaderNow != s.leader {
 		return s, fmt.Errorf("%s: the master changed during the run (%s, then %s): the figures would mix roles", label, s.leader, leaderNow)
+	}
+	s.lastEventID = last
+	for _, m := range s.memberNames {
+		s.memberCursors = append(s.memberCursors, obs.memberTrack(m).latest())
+	}
+	if poller != nil {
+		for i := range fes {
+			s.feApplied = append(s.feApplied, poller.track(i).latest())
+		}
 	}
 	for _, c := range children {
 		rss, err := processPeakRSS(c.pid())

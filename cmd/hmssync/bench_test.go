@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestBenchTinyRun runs the whole bench at a tiny size, sidecar processes
+// included, and checks that its output is complete and consistent. It asserts
+// behaviour, not speed.
+func TestBenchTinyRun(t *testing.T) {
+	defer goleak.VerifyNone(t, leakIgnores...)
+	const events, batch = 300, 100
+	var out, progress bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, &progress
+	err := app.Run([]string{"hmssync", "bench", "--events", "300", "--batch-size", "100", "--runs", "1",
+		"--duration", "1s", "--rate", "200", "--poll-interval", "100ms", "--fe-latency", "1ms", "--json"})
+	if err != nil {
+		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+	}
+	required := []string{"drain_events_per_sec", "follower_drain_events_per_sec", "raw_fetch_events_per_sec",
+		"drain_to_raw_ratio", "follower_lag_p50_ms", "follower_lag_p99_ms", "steady_p50_ms", "steady_p99_ms",
+		"fe_statements_per_1k_events", "etcd_writes_per_batch", "peak_rss_mib", "cpu_sec_per_100k_events"}
+	num := func(m map[string]any, key string) float64 {
+		t.Helper()
+		v, ok := m[key].(float64)
+		if !ok {
+			t.Fatalf("key %q missing or not a number in %v", key, m)
+		}
+		return v
+	}
+	for _, k := range required {
+		num(rep, k)
+	}
+	dialects, _ := rep["dialects"].(map[string]any)
+	for _, d := range []string{"doris", "native"} {
+		f, ok := dialects[d].(map[string]any)
+		if !ok {
+			t.Fatalf("dialect %s missing from %v", d, rep["dialects"])
+		}
+		for _, k := range required {
+			num(f, k)
+		}
+		for _, k := range []string{"drain_events_per_sec", "follower_drain_events_per_sec", "raw_fetch_events_per_sec", "peak_rss_mib", "steady_events_per_sec"} {
+			if v := num(f, k); v <= 0 {
+				t.Errorf("%s: %s = %v, want > 0", d, k, v)
+			}
+		}
+		// The drain of 300 events in batches of 100 is three full batches,
+		// each committed once to the master cursor and once to every member
+		// that moved (followers of the doris dialect may move two at once).
+		if v := num(f, "batches_per_1k_events"); v != 10 {
+			t.Errorf("%s: %v batches per 1,000 events, want 10 (300 events in batches of 100)", d, v)
+		}
+		if v := num(f, "etcd_master_cursor_puts_per_batch"); v != 1 {
+			t.Errorf("%s: %v master cursor writes per batch, want 1", d, v)
+		}
+		if v := num(f, "etcd_member_cursor_puts_per_batch"); v < 1 || v > 3 {
+			t.Errorf("%s: %v member cursor writes per batch, want 1 to 3 (three members)", d, v)
+		}
+		if w, parts := num(f, "etcd_writes_per_batch"), num(f, "etcd_master_cursor_puts_per_batch")+num(f, "etcd_member_cursor_puts_per_batch"); w < parts {
+			t.Errorf("%s: %v etcd writes per batch, fewer than the cursor writes alone (%v)", d, w, parts)
+		}
+		if r, want := num(f, "drain_to_raw_ratio"), num(f, "drain_events_per_sec")/num(f, "raw_fetch_events_per_sec"); math.Abs(r-want) > 1e-9 {
+			t.Errorf("%s: drain/raw %v, want %v", d, r, want)
+		}
+		if p50, p99 := num(f, "steady_p50_ms"), num(f, "steady_p99_ms"); p50 <= 0 || p99 < p50 {
+			t.Errorf("%s: steady p50 %v, p99 %v: want 0 < p50 ≤ p99", d, p50, p99)
+		}
+		if p50, p99 := num(f, "follower_lag_p50_ms"), num(f, "follower_lag_p99_ms"); p50 < 0 || p99 < p50 {
+			t.Errorf("%s: follower lag p50 %v, p99 %v: want 0 ≤ p50 ≤ p99", d, p50, p99)
+		}
+		// Every member, and every native FE, ended at the last event.
+		last := num(f, "last_event_id")
+		if last < events+1 {
+			t.Errorf("%s: last event %v, want beyond the %d of the backlog", d, last, events)
+		}
+		cursors, _ := f["member_cursors"].([]any)
+		if len(cursors) != benchMembers {
+			t.Errorf("%s: member cursors %v, want %d", d, f["member_cursors"], benchMembers)
+		}
+		for _, c := range cursors {
+			if c != last {
+				t.Errorf("%s: a member ended at %v, want the last event %v", d, c, last)
+			}
+		}
+		if d == "native" {
+			applied, _ := f["fe_applied_event_ids"].([]any)
+			if len(applied) != benchMembers {
+				t.Errorf("native: FE applied ids %v, want %d", f["fe_applied_event_ids"], benchMembers)
+			}
+			for _, a := range applied {
+				if a != last {
+					t.Errorf("native: an FE applied up to %v, want the last event %v", a, last)
+				}
+			}
+		}
+	}
+	// Each doris batch touches tables; the coalesced statements are at most
+	// one per touched table.
+	doris := dialects["doris"].(map[string]any)
+	if v := num(doris, "fe_statements_per_affected_table"); v <= 0 || v > 1 {
+		t.Errorf("doris: %v FE statements per touched table, want in (0, 1]", v)
+	}
+	if v := num(doris, "fe_statements_per_1k_events"); v <= 0 {
+		t.Errorf("doris: %v FE statements per 1,000 events, want > 0", v)
+	}
+	for _, want := range []string{"run 1/1 doris: drained 300 events", "run 1/1 native: drained 300 events", "raw fetch"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
+	}
+}
+
+func TestBenchTableNamesEveryFigure(t *testing.T) {
+	f := &benchFigures{DrainEPS: 25000, RawFetchEPS: 40000, DrainToRaw: 0.625, LagP99: 150, SteadyP99: 900, StatementsPerTable: 1, PeakRSSMiB: 30,
+		MasterStageMS: map[string]float64{}}
+	r := &benchReport{Command: "hmssync bench", PollIntervalMS: 1000, SteadyRate: 500, Runs: 3, Dialects: map[string]*benchFigures{"doris": f}, InFE: inFECeiling()}
+	var b bytes.Buffer
+	r.writeTable(&b)
+	for _, want := range []string{
+		"| 1. backlog drain, master (events/s) | 25,000 ✓ |",
+		"| 2. drain / raw | 0.62 ✓ |",
+		"follower lag after a master commit, p50 / p99 (ms) | 0.0 / 150.0 ✗ |",
+		"p99 ≤ 1100 ms |",
+		"50 events/s; follower wake-up ≤ 10000 ms",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestMedianAndPercentile(t *testing.T) {
+	if m := median([]float64{5, 1, 3}); m != 3 {
+		t.Errorf("median(5,1,3) = %v, want 3", m)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("median(4,1,3,2) = %v, want 2.5", m)
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median of nothing should be NaN")
+	}
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i) // 100 … 1
+	}
+	// Nearest rank: p50 of 1…100 is the 50th value, p99 the 99th.
+	if p := percentile(xs, 0.5); p != 50 {
+		t.Errorf("p50 of 1…100 = %v, want 50", p)
+	}
+	if p := percentile(xs, 0.99); p != 99 {
+		t.Errorf("p99 of 1…100 = %v, want 99", p)
+	}
+	if p := percentile([]float64{7}, 0.99); p != 7 {
+		t.Errorf("p99 of one value = %v, want it", p)
+	}
+}
+
+func TestCursorTrackReached(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tr := cursorTrack{{t0, 0}, {t0.Add(time.Second), 100}, {t0.Add(2 * time.Second), 250}}
+	for _, c := range []struct {
+		v    int64
+		at   time.Time
+		ok   bool
+		name string
+	}{
+		{0, t0, true, "exactly the first"},
+		{50, t0.Add(time.Second), true, "between two moves: the later"},
+		{250, t0.Add(2 * time.Second), true, "the last"},
+		{251, time.Time{}, false, "never reached"},
+	} {
+		at, ok := tr.reached(c.v)
+		if ok != c.ok || !at.Equal(c.at) {
+			t.Errorf("%s: reached(%d) = %v, %v; want %v, %v", c.name, c.v, at, ok, c.at, c.ok)
+		}
+	}
+}
