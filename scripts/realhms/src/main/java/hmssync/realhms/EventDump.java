@@ -1,0 +1,67 @@
+package hmssync.realhms;
+
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
+import org.apache.hadoop.hive.metastore.api.NotificationEvent;
+
+/**
+ * Reads the notification log with the real Hive client and prints it as NotificationEvent JSON
+ * lines (the form {@code hmssync events decode} reads), so the suite can feed the decoder the
+ * metastore's own messages independently of hmssync's Thrift client. Also prints the oldest and
+ * current ids with {@code --ids}, which the cleanup test watches.
+ */
+public final class EventDump {
+  public static void main(String[] args) throws Exception {
+    Args a = new Args(args);
+    String uri = a.value("uri", null);
+    long from = a.intValue("from", 0);
+    boolean idsOnly = Boolean.parseBoolean(a.value("ids", "false"));
+    a.rejectUnknown();
+
+    ObjectMapper json = new ObjectMapper();
+    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+      long current = c.getCurrentNotificationEventId().getEventId();
+      if (idsOnly) {
+        List<NotificationEvent> first = c.getNextNotification(0, 1, null).getEvents();
+        long oldest = first == null || first.isEmpty() ? 0 : first.get(0).getEventId();
+        out.println("oldest=" + oldest + " current=" + current);
+        return;
+      }
+      long after = from;
+      while (after < current) {
+        List<NotificationEvent> evs = c.getNextNotification(after, 500, null).getEvents();
+        if (evs == null || evs.isEmpty()) {
+          break;
+        }
+        for (NotificationEvent e : evs) {
+          Map<String, Object> m = new LinkedHashMap<>();
+          m.put("eventId", e.getEventId());
+          m.put("eventTime", e.getEventTime());
+          m.put("eventType", e.getEventType());
+          if (e.isSetDbName()) {
+            m.put("dbName", e.getDbName());
+          }
+          if (e.isSetTableName()) {
+            m.put("tableName", e.getTableName());
+          }
+          m.put("message", e.getMessage());
+          if (e.isSetMessageFormat()) {
+            m.put("messageFormat", e.getMessageFormat());
+          }
+          if (e.isSetCatName()) {
+            m.put("catName", e.getCatName());
+          }
+          out.println(json.writeValueAsString(m));
+          after = e.getEventId();
+        }
+      }
+    }
+  }
+}
