@@ -8,6 +8,9 @@ import java.util.Map;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
+import org.apache.hadoop.hive.metastore.IMetaStoreClient;
+import org.apache.hadoop.hive.metastore.api.NotificationEventRequest;
+import org.apache.hadoop.hive.metastore.api.NotificationEventResponse;
 import org.apache.hadoop.hive.metastore.api.NotificationEvent;
 
 /**
@@ -17,6 +20,23 @@ import org.apache.hadoop.hive.metastore.api.NotificationEvent;
  * current ids with {@code --ids}, which the cleanup test watches.
  */
 public final class EventDump {
+  /**
+   * The oldest retained event. The Hive client's plain getNextNotification refuses a batch that
+   * does not start at lastEvent+1, which is exactly the cleaned case; Hive 4's client has a
+   * variant that allows gaps (called reflectively so this compiles against Hive 3.1 too).
+   */
+  private static List<NotificationEvent> oldest(HiveMetaStoreClient c) throws Exception {
+    NotificationEventRequest rq = new NotificationEventRequest(0);
+    rq.setMaxEvents(1);
+    try {
+      java.lang.reflect.Method m = c.getClass().getMethod("getNextNotification",
+          NotificationEventRequest.class, boolean.class, IMetaStoreClient.NotificationFilter.class);
+      return ((NotificationEventResponse) m.invoke(c, rq, true, null)).getEvents();
+    } catch (NoSuchMethodException e) {
+      return c.getNextNotification(0, 1, null).getEvents();
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     Args a = new Args(args);
     String uri = a.value("uri", null);
@@ -29,7 +49,7 @@ public final class EventDump {
     try (HiveMetaStoreClient c = Workload.connect(uri)) {
       long current = c.getCurrentNotificationEventId().getEventId();
       if (idsOnly) {
-        List<NotificationEvent> first = c.getNextNotification(0, 1, null).getEvents();
+        List<NotificationEvent> first = oldest(c);
         long oldest = first == null || first.isEmpty() ? 0 : first.get(0).getEventId();
         out.println("oldest=" + oldest + " current=" + current);
         return;

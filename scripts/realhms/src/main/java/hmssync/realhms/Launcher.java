@@ -39,6 +39,11 @@ public final class Launcher {
       "gzip", "org.apache.hadoop.hive.metastore.messaging.json.gzip.GzipJSONMessageEncoder");
 
   public static void main(String[] args) throws Exception {
+    if (args.length == 2 && args[0].equals("--print-free-port")) {
+      // For the scripts: a port free on 127.0.0.1 now (the caller binds it soon after).
+      System.out.println(freePort());
+      return;
+    }
     Args a = new Args(args);
     int port = a.intValue("port", 0);
     Path dir = Path.of(a.value("dir", null));
@@ -68,10 +73,9 @@ public final class Launcher {
     settings.put("javax.jdo.option.ConnectionURL", derbyUrl);
     settings.put("javax.jdo.option.ConnectionDriverName", "org.apache.derby.jdbc.EmbeddedDriver");
     settings.put("datanucleus.schema.autoCreateAll", "true");
-    // Create every table when the persistence layer starts. Left to first use, a table such as
-    // NOTIFICATION_LOG is created inside the first transaction that writes it, and DataNucleus's
-    // id generator, on a connection of its own, then waits on that transaction's lock until
-    // Derby's 60 s lock timeout.
+    // Create every table when the persistence layer starts, not at first use inside some
+    // request's transaction (Derby DDL there holds table locks until commit), and so that
+    // NOTIFICATION_SEQUENCE exists for seedNotificationSequence below.
     settings.put("datanucleus.autoStartMechanism", "Classes");
     settings.put("datanucleus.autoStartClassNames", String.join(",", ModelClasses.list()));
     settings.put("hive.metastore.schema.verification", "false");
