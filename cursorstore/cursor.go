@@ -1,0 +1,147 @@
+package cursorstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Unknown is the cursor value that forces a full refresh.
+const Unknown int64 = -1
+
+// Cursor is a cursor key as read from etcd.
+type Cursor struct {
+	// Value is the id of the last HMS event applied; -1 means unknown (full
+	// refresh). Meaningless when !Exists.
+	Value int64
+	// Exists is false when the key is absent.
+	Exists bool
+	// Rev is the key's ModRevision, 0 when absent: the lastSeen of a
+	// compare-and-set.
+	Rev int64
+	// Raw is the value as stored, for messages; it differs from Value's decimal
+	// form only for a value that failed to parse (see BadValueError).
+	Raw string
+}
+
+// String is the cursor as `cursor get` prints it: the decimal value or "unset".
+func (c Cursor) String() string {
+	if !c.Exists {
+		return "unset"
+	}
+	return strconv.FormatInt(c.Value, 10)
+}
+
+// BadValueError reports a key whose value is not what hmssync writes there (e.g.
+// "abc" put by hand). hmssync never overwrites such a value on its own: the
+// operator fixes it.
+type BadValueError struct {
+	Key, Value string
+	Reason     string
+	// Fix says what an operator can do about it.
+	Fix string
+}
+
+func (e *BadValueError) Error() string {
+	msg := fmt.Sprintf("etcd key %s holds %q: %s", e.Key, e.Value, e.Reason)
+	if e.Fix != "" {
+		msg += "; " + e.Fix
+	}
+	return msg
+}
+
+// parseCursor turns a cursor key's kv (nil = absent) into a Cursor.
+func parseCursor(key string, kv *mvccpb.KeyValue, fix string) (Cursor, error) {
+	if kv == nil {
+		return Cursor{}, nil
+	}
+	c := Cursor{Exists: true, Rev: kv.ModRevision, Raw: string(kv.Value)}
+	v, err := strconv.ParseInt(c.Raw, 10, 64)
+	if err != nil || v < Unknown {
+		return c, &BadValueError{Key: key, Value: c.Raw, Reason: "not a decimal event id (-1 or more)", Fix: fix}
+	}
+	c.Value = v
+	return c, nil
+}
+
+func formatCursor(v int64) string { return strconv.FormatInt(v, 10) }
+
+func checkValue(v int64) error {
+	if v < Unknown {
+		return fmt.Errorf("cursor value %d: want an event id (0 or more) or -1 (unknown, full refresh)", v)
+	}
+	return nil
+}
+
+func (s *Store) masterFix(catalog string) string {
+	return fmt.Sprintf(`set it with "hmssync cursor set --catalog %s --force N" (or "hmssync cursor reset --catalog %s --force" for a full refresh)`, catalog, catalog)
+}
+
+// get reads one key linearizably.
+func (s *Store) get(ctx context.Context, key string) (*mvccpb.KeyValue, int64, error) {
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	resp, err := s.cli.Get(rctx, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s from etcd: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, resp.Header.Revision, nil
+	}
+	return resp.Kvs[0], resp.Header.Revision, nil
+}
+
+// MasterCursor reads the committed cursor of catalog. A value that is not a
+// decimal is a *BadValueError (the Cursor still carries Rev and Raw).
+func (s *Store) MasterCursor(ctx context.Context, catalog string) (Cursor, error) {
+	if err := s.check(catalogName(catalog)); err != nil {
+		return Cursor{}, err
+	}
+	key := s.keys.masterCursor(catalog)
+	kv, _, err := s.get(ctx, key)
+	if err != nil {
+		return Cursor{}, err
+	}
+	return parseCursor(key, kv, s.masterFix(catalog))
+}
+
+// SetMaster is the operator's override of the master cursor (`cursor set`, and
+// `cursor reset` with -1): it is not fenced by the leader key, because the
+// operator is not the master, but it is a compare-and-set, so the returned old
+// value is exactly the one replaced. It also replaces a bad value. A running
+// master's next fenced commit then fails with ErrConflict and re-reads.
+func (s *Store) SetMaster(ctx context.Context, catalog string, value int64) (old Cursor, err error) {
+	if err := s.check(catalogName(catalog)); err != nil {
+		return Cursor{}, err
+	}
+	if err := checkValue(value); err != nil {
+		return Cursor{}, err
+	}
+	key := s.keys.masterCursor(catalog)
+	const attempts = 5
+	for range attempts {
+		kv, _, err := s.get(ctx, key)
+		if err != nil {
+			return Cursor{}, err
+		}
+		old, _ = parseCursor(key, kv, "") // a bad old value is what the operator is fixing
+		rctx, cancel := s.request(ctx)
+		resp, err := s.cli.Txn(rctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", old.Rev)).
+			Then(clientv3.OpPut(key, formatCursor(value))).
+			Commit()
+		cancel()
+		if err != nil {
+			return old, fmt.Errorf("set %s to %d: %w: %w (read it again before retrying)", key, value, ErrOutcomeUnknown, err)
+		}
+		if resp.Succeeded {
+			s.log.Warn("master cursor set by operator", zap.String("key", key), zap.Stringer("old", old), zap.Int64("new", value))
+			return old, nil
+		}
+	}
+	return Cursor{}, fmt.Errorf("set %s to %d: %w %d times in a row (is a master committing fast? pause it first)", key, value, ErrConflict, attempts)
+}

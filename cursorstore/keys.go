@@ -1,0 +1,107 @@
+package cursorstore
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// DefaultPrefix is etcd.prefix's default.
+const DefaultPrefix = "/hmssync"
+
+// keys is the etcd layout of one cluster (SPEC §4), under root = <prefix>/<cluster>:
+//
+//	root/election/<lease hex>          candidates (concurrency.Election layout), value = member name
+//	root/catalogs/<catalog>/cursor     master cursor, decimal
+//	root/members/<member>/cursors/<c>  a member's own cursor, decimal, durable
+//	root/members/<member>/status       a member's status JSON, bound to its lease
+//	root/pause                         present = maintenance mode
+type keys struct {
+	root string
+}
+
+func newKeys(prefix, cluster string) (keys, error) {
+	root, err := ClusterPrefix(prefix, cluster)
+	return keys{root: root}, err
+}
+
+// ClusterPrefix returns `<prefix>/<cluster>`, the subtree of one cluster, after
+// checking both.
+func ClusterPrefix(prefix, cluster string) (string, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !strings.HasPrefix(prefix, "/") {
+		return "", fmt.Errorf("etcd prefix %q: must start with /", prefix)
+	}
+	prefix = strings.TrimRight(prefix, "/")
+	if err := ValidateName("cluster", cluster); err != nil {
+		return "", err
+	}
+	return prefix + "/" + cluster, nil
+}
+
+// ValidateName checks a cluster, member or catalog name that becomes one segment
+// of an etcd key: not empty, no '/', no spaces or control characters (they would
+// make keys ambiguous or unreadable in etcdctl).
+func ValidateName(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s name is empty", kind)
+	}
+	for _, r := range name {
+		if r == '/' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%s name %q: must not contain '/', spaces or control characters (it is part of etcd keys)", kind, name)
+		}
+	}
+	return nil
+}
+
+func (k keys) election() string       { return k.root + "/election" }
+func (k keys) pause() string          { return k.root + "/pause" }
+func (k keys) status(m string) string { return k.root + "/members/" + m + "/status" }
+
+func (k keys) masterCursor(catalog string) string {
+	return k.root + "/catalogs/" + catalog + "/cursor"
+}
+
+func (k keys) memberCursors(member string) string {
+	return k.root + "/members/" + member + "/cursors/"
+}
+
+func (k keys) memberCursor(member, catalog string) string {
+	return k.memberCursors(member) + catalog
+}
+
+// keyKind is what parseKey found.
+type keyKind int
+
+const (
+	kindOther keyKind = iota
+	kindCandidate
+	kindMasterCursor
+	kindMemberCursor
+	kindStatus
+	kindPause
+)
+
+// parseKey classifies a key of the cluster's subtree and extracts its names.
+func (k keys) parseKey(key string) (kind keyKind, member, catalog string) {
+	rest, ok := strings.CutPrefix(key, k.root+"/")
+	if !ok {
+		return kindOther, "", ""
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) == 1 && parts[0] == "pause":
+		return kindPause, "", ""
+	case len(parts) == 2 && parts[0] == "election":
+		return kindCandidate, "", ""
+	case len(parts) == 3 && parts[0] == "catalogs" && parts[2] == "cursor":
+		return kindMasterCursor, "", parts[1]
+	case len(parts) == 3 && parts[0] == "members" && parts[2] == "status":
+		return kindStatus, parts[1], ""
+	case len(parts) == 4 && parts[0] == "members" && parts[2] == "cursors":
+		return kindMemberCursor, parts[1], parts[3]
+	}
+	return kindOther, "", ""
+}

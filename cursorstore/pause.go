@@ -1,0 +1,77 @@
+package cursorstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.uber.org/zap"
+)
+
+// The pause key is the maintenance switch: while it exists the master does not
+// advance. Its value is a free-form note for other operators (shown by status).
+
+// Paused reports whether the pause key exists.
+func (s *Store) Paused(ctx context.Context) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	kv, _, err := s.get(ctx, s.keys.pause())
+	if err != nil {
+		return false, err
+	}
+	return kv != nil, nil
+}
+
+// SetPaused creates (on, with reason as value) or deletes (off) the pause key;
+// the same as `etcdctl put <root>/pause "reason"` and `etcdctl del <root>/pause`.
+func (s *Store) SetPaused(ctx context.Context, on bool, reason string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	key := s.keys.pause()
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	var err error
+	if on {
+		_, err = s.cli.Put(rctx, key, reason)
+	} else {
+		_, err = s.cli.Delete(rctx, key)
+	}
+	if err != nil {
+		return fmt.Errorf("set %s (paused=%v): %w", key, on, err)
+	}
+	return nil
+}
+
+// WatchPause follows the pause key like WatchMaster follows a cursor: the current
+// state first, then each change, the newest state for a slow reader; closed when
+// ctx ends.
+func (s *Store) WatchPause(ctx context.Context) <-chan bool {
+	out := make(chan bool)
+	if err := s.check(); err != nil {
+		s.log.Error("cannot watch the pause key", zap.Error(err))
+		close(out)
+		return out
+	}
+	box := newLatest[bool]()
+	first, last := true, false
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		s.watchKey(ctx, s.keys.pause(), func(kv *mvccpb.KeyValue) {
+			on := kv != nil
+			if !first && on == last {
+				return
+			}
+			first, last = false, on
+			box.set(on)
+		})
+	})
+	go func() {
+		box.forward(ctx, out)
+		wg.Wait()
+		close(out)
+	}()
+	return out
+}

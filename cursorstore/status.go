@@ -1,0 +1,200 @@
+package cursorstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Roles a member reports in its status.
+const (
+	RoleMaster   = "master"
+	RoleFollower = "follower"
+)
+
+// MemberStatus is what a member publishes at members/<member>/status, as JSON,
+// bound to its lease (it disappears within the lease TTL after the member dies).
+type MemberStatus struct {
+	Member   string                   `json:"member"`
+	Role     string                   `json:"role"`
+	FEURL    string                   `json:"fe_url"`
+	Version  string                   `json:"version"`
+	Catalogs map[string]CatalogStatus `json:"catalogs"`
+	// Time is when the status was written; the publisher sets it.
+	Time time.Time `json:"time"`
+}
+
+// CatalogStatus is one catalog's progress as the member sees it.
+type CatalogStatus struct {
+	Cursor int64 `json:"cursor"`
+	// Lag is how many events the member is behind: behind the master cursor for
+	// a follower, behind the HMS current event id for the master.
+	Lag           int64     `json:"lag"`
+	LastError     string    `json:"last_error,omitempty"`
+	LastErrorTime time.Time `json:"last_error_time,omitzero"`
+}
+
+// ClusterStatus is everything `hmssync status` shows, read from one revision of
+// the cluster's subtree.
+type ClusterStatus struct {
+	Root     string `json:"root"`
+	Revision int64  `json:"revision"`
+	// Master is the election's leader (lowest create revision), "" if none.
+	Master string `json:"master"`
+	// Candidates lists the members in the election, in order of succession.
+	Candidates    []string         `json:"candidates"`
+	Paused        bool             `json:"paused"`
+	PauseReason   string           `json:"pause_reason,omitempty"`
+	MasterCursors map[string]int64 `json:"master_cursors"`
+	Members       []MemberView     `json:"members"`
+	// Problems are values that could not be read (each names its key and value).
+	Problems []string `json:"problems,omitempty"`
+}
+
+// MemberView is one member in the cluster status.
+type MemberView struct {
+	Member string `json:"member"`
+	// Live: the member's status key exists (its lease is alive).
+	Live    bool      `json:"live"`
+	Role    string    `json:"role"` // "down" when not live
+	FEURL   string    `json:"fe_url,omitempty"`
+	Version string    `json:"version,omitempty"`
+	Time    time.Time `json:"time,omitzero"`
+	// LeaseTTL is the seconds left on the status lease, -1 when not live.
+	LeaseTTL int64                    `json:"lease_ttl_seconds"`
+	Catalogs map[string]MemberCatalog `json:"catalogs"`
+}
+
+// MemberCatalog is one member's progress in one catalog.
+type MemberCatalog struct {
+	// Cursor is the member's cursor: from its live status, else its stored cursor.
+	Cursor *int64 `json:"cursor"`
+	// StoredCursor is the durable cursor key (what a restart resumes from).
+	StoredCursor *int64 `json:"stored_cursor"`
+	// Lag is the master cursor minus Cursor, nil when either is unknown.
+	Lag       *int64 `json:"lag"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Statuses reads the cluster's subtree in one request and assembles the status:
+// the master, every member seen (in the election, with a status, or with stored
+// cursors), their cursors and lag behind the master cursor, and their lease time
+// left. Unreadable values become Problems rather than failing the whole read.
+func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
+	if err := s.check(); err != nil {
+		return ClusterStatus{}, err
+	}
+	root := s.keys.root
+	rctx, cancel := s.request(ctx)
+	resp, err := s.cli.Get(rctx, root+"/", clientv3.WithPrefix())
+	cancel()
+	if err != nil {
+		return ClusterStatus{}, fmt.Errorf("read %s/ from etcd: %w", root, err)
+	}
+	cs := ClusterStatus{Root: root, Revision: resp.Header.Revision, MasterCursors: map[string]int64{}}
+	members := map[string]*MemberView{}
+	view := func(name string) *MemberView {
+		if m, ok := members[name]; ok {
+			return m
+		}
+		m := &MemberView{Member: name, Role: "down", LeaseTTL: -1, Catalogs: map[string]MemberCatalog{}}
+		members[name] = m
+		return m
+	}
+	type candidate struct {
+		name string
+		rev  int64
+	}
+	var cands []candidate
+	leases := map[string]clientv3.LeaseID{}
+
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		kind, member, catalog := s.keys.parseKey(key)
+		switch kind {
+		case kindPause:
+			cs.Paused, cs.PauseReason = true, string(kv.Value)
+		case kindCandidate:
+			cands = append(cands, candidate{string(kv.Value), kv.CreateRevision})
+		case kindMasterCursor:
+			c, err := parseCursor(key, kv, s.masterFix(catalog))
+			if err != nil {
+				cs.Problems = append(cs.Problems, err.Error())
+				continue
+			}
+			cs.MasterCursors[catalog] = c.Value
+		case kindMemberCursor:
+			c, err := parseCursor(key, kv, s.memberFix(member))
+			if err != nil {
+				cs.Problems = append(cs.Problems, err.Error())
+				view(member)
+				continue
+			}
+			m := view(member)
+			mc := m.Catalogs[catalog]
+			mc.StoredCursor = &c.Value
+			m.Catalogs[catalog] = mc
+		case kindStatus:
+			var st MemberStatus
+			m := view(member)
+			if err := json.Unmarshal(kv.Value, &st); err != nil {
+				cs.Problems = append(cs.Problems, (&BadValueError{Key: key, Value: string(kv.Value),
+					Reason: "not a member status JSON: " + err.Error(), Fix: "the member replaces it when it next publishes; else etcdctl del it"}).Error())
+				continue
+			}
+			m.Live, m.Role, m.FEURL, m.Version, m.Time = true, st.Role, st.FEURL, st.Version, st.Time
+			for name, c := range st.Catalogs {
+				mc := m.Catalogs[name]
+				v := c.Cursor
+				mc.Cursor, mc.LastError = &v, c.LastError
+				m.Catalogs[name] = mc
+			}
+			leases[member] = clientv3.LeaseID(kv.Lease)
+		}
+	}
+
+	sort.Slice(cands, func(i, j int) bool { return cands[i].rev < cands[j].rev })
+	for _, c := range cands {
+		cs.Candidates = append(cs.Candidates, c.name)
+		if m := view(c.name); !m.Live {
+			m.Role = "candidate, no status"
+		}
+	}
+	if len(cands) > 0 {
+		cs.Master = cands[0].name
+	}
+
+	for name, id := range leases {
+		if id == clientv3.NoLease {
+			continue
+		}
+		rctx, cancel := s.request(ctx)
+		ttl, err := s.cli.TimeToLive(rctx, id)
+		cancel()
+		if err != nil {
+			cs.Problems = append(cs.Problems, fmt.Sprintf("lease %x of member %s: %v", id, name, err))
+			continue
+		}
+		members[name].LeaseTTL = ttl.TTL
+	}
+
+	for _, m := range members {
+		for catalog, mc := range m.Catalogs {
+			if mc.Cursor == nil {
+				mc.Cursor = mc.StoredCursor
+			}
+			if master, ok := cs.MasterCursors[catalog]; ok && mc.Cursor != nil && master >= 0 && *mc.Cursor >= 0 {
+				lag := master - *mc.Cursor
+				mc.Lag = &lag
+			}
+			m.Catalogs[catalog] = mc
+		}
+		cs.Members = append(cs.Members, *m)
+	}
+	sort.Slice(cs.Members, func(i, j int) bool { return cs.Members[i].Member < cs.Members[j].Member })
+	return cs, nil
+}
