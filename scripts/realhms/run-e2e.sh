@@ -221,14 +221,17 @@ run_encoding() { # profile format
 	fi
 
 	if has_command events tail; then
-		tail_until "$dir/tail.jsonl" "$HMS_URI" "$from" "$(max_event_id "$dir/expected.jsonl")"
+		tail_until "$dir/tail.out" "$HMS_URI" "$from" "$(max_event_id "$dir/expected.jsonl")"
+		# With --decode, tail prints each event (eventId, ...) followed by its descriptor lines
+		# (event_id, ...); the descriptors are what is compared.
+		{ grep '"event_id"' "$dir/tail.out" || true; } >"$dir/tail.jsonl"
 		if java_main Compare --expected "$dir/expected.jsonl" --actual "$dir/tail.jsonl" --from "$from" --to "$to" \
 			--label "$label tail" >"$dir/tail.cmp" 2>&1; then
 			pass "$label tail: $(tail -1 "$dir/tail.cmp")"
 		else
 			fail "$label tail:"
 			cat "$dir/tail.cmp"
-			sed 's/^/    stderr: /' "$dir/tail.jsonl.err" | tail -5
+			sed 's/^/    stderr: /' "$dir/tail.out.err" | tail -5
 		fi
 	else
 		skip "$label tail: hmssync events tail is not built yet"

@@ -318,12 +318,14 @@ public final class Workload {
       left = to;
       notes.add(what + ": accepted");
     } else {
-      // The call succeeded but the name stayed: whatever was logged is an ALTER_DATABASE that
-      // names no rename (no descriptor), or nothing at all.
+      // The call succeeded but the name stayed (Hive 3.1 ignores a new name in alter_database).
+      // Hive 3.1 still logs an ALTER_DATABASE whose after-object carries the requested name, and
+      // hmssync decodes messages only (reference §5), so it reports the rename the message claims.
       for (NotificationEvent e : evs) {
         if (!e.getEventType().equals("ALTER_DATABASE")) {
           throw new IllegalStateException(what + ": unexpected event " + e.getEventType() + " " + e.getEventId());
         }
+        add(e, Descriptor.renameDatabase(from, to));
       }
       notes.add(what + ": the call succeeded but the database kept its name (" + evs.size()
           + " ALTER_DATABASE events logged)");
