@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/apache/thrift v0.17.0
 	github.com/cenkalti/backoff/v4 v4.3.0
-	github.com/prometheus/client_golang v1.25.0
 	github.com/klauspost/compress v1.20.4
+	github.com/prometheus/client_golang v1.25.0
 	github.com/urfave/cli/v2 v2.27.7
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3

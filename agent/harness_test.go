@@ -284,15 +284,6 @@ func (m *member) isMaster() bool {
 	return ok
 }
 
-func (m *member) running() bool {
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
-
 func (m *member) status() agent.Status { return m.agent.Status() }
 
 func (m *member) catalogStatus() agent.CatalogStatus { return m.agent.Status().Catalogs[0] }
