@@ -93,6 +93,7 @@ func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
 	goBG(a.health.Run)
 	goBG(a.pause.run)
 	goBG(a.trackRole)
+	goBG(a.refreshLag)
 	for _, l := range a.loops {
 		goBG(l.watch.run)
 	}
@@ -208,4 +209,21 @@ func (a *Agent) memberStatus() cursorstore.MemberStatus {
 		ms.Catalogs[c.Name] = cs
 	}
 	return ms
+}
+
+// refreshLag recomputes the lag figures every second, so that lag_seconds keeps
+// growing while a loop is stuck behind a failure.
+func (a *Agent) refreshLag(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, l := range a.loops {
+				l.updateLag()
+			}
+		}
+	}
 }

@@ -164,11 +164,14 @@ func (l *catalogLoop) loadOwn(ctx context.Context) error {
 }
 
 // persistOwn writes own to etcd if it moved. A failure is retried after the next
-// step; it never holds up applying.
+// step; it never holds up applying. It also runs when the step ended because the
+// sidecar is stopping, so that a restart resumes from here: the store's request
+// timeout bounds it.
 func (l *catalogLoop) persistOwn(ctx context.Context) {
-	if !l.ownDirty || ctx.Err() != nil {
+	if !l.ownDirty {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	if err := l.a.cfg.Store.PutMemberCursor(ctx, l.a.cfg.Member, l.cat.Name, l.own); err != nil {
 		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", l.own), zap.Error(err))
 		return

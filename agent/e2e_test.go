@@ -508,3 +508,59 @@ func eventApplied(batches []change.Batch, id int64, want []change.Descriptor) bo
 	}
 	return false
 }
+
+// A master whose FE stays unhealthy resigns, and a member whose FE is unhealthy
+// does not campaign: the candidacy gate.
+func TestUnhealthyFEGatesCandidacy(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	m.fe.Down()
+	// GateGrace is 1 s in the harness.
+	await(t, 10*time.Second, "another member to lead", func() (bool, string) {
+		for _, o := range h.running() {
+			if o != m && o.isMaster() {
+				return true, ""
+			}
+		}
+		return false, "no other master"
+	})
+	if m.isMaster() {
+		t.Error("the member with the down FE is still master")
+	}
+	h.churn(10)
+	h.awaitConverged(converge, otherThan(m.i)...)
+	if m.isMaster() {
+		t.Error("the member with the down FE campaigned and won again")
+	}
+	if err := m.fe.Up(); err != nil {
+		t.Fatal(err)
+	}
+	h.awaitConverged(converge)
+}
+
+// Shutdown is bounded even when etcd is unreachable: the process does not hang on
+// a resignation that cannot reach etcd.
+func TestShutdownBoundedWithoutEtcd(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	link := etcdpartition.New(t, h.etcd.Endpoints()[0])
+	m := h.start(0, memberOpts{link: link})
+	await(t, 10*time.Second, "m0 master", func() (bool, string) { return m.isMaster(), "" })
+	h.awaitConverged(converge, 0)
+	link.Cut()
+	stopped := make(chan struct{})
+	go func() { m.stop(); close(stopped) }()
+	// Run's resign timeout is 3 s; the elector's own bound is its request
+	// timeout. Give it twice that before calling it hung.
+	select {
+	case <-stopped:
+	case <-time.After(6 * time.Second):
+		t.Fatal("the sidecar did not stop within 6 s with etcd unreachable")
+	}
+	link.Heal()
+}

@@ -49,12 +49,18 @@ func (h *FEHealth) Healthy() bool {
 	return h.checked && h.err == nil
 }
 
-// State returns the last check's error (nil when healthy), whether a check ran,
-// and when.
-func (h *FEHealth) State() (err error, checked bool, at time.Time) {
+// FECheck is the outcome of the last FE check.
+type FECheck struct {
+	Err     error // nil when healthy
+	Checked bool  // false before the first check
+	At      time.Time
+}
+
+// State returns the last check's outcome.
+func (h *FEHealth) State() FECheck {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err, h.checked, h.at
+	return FECheck{Err: h.err, Checked: h.checked, At: h.at}
 }
 
 // AuthFailing reports whether the FE refused our credentials at the last check.

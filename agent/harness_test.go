@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,15 +284,6 @@ func (m *member) isMaster() bool {
 	return ok
 }
 
-func (m *member) running() bool {
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
-
 func (m *member) status() agent.Status { return m.agent.Status() }
 
 func (m *member) catalogStatus() agent.CatalogStatus { return m.agent.Status().Catalogs[0] }
@@ -424,7 +416,23 @@ func (h *harness) converged(fes ...int) (bool, string) {
 
 func (h *harness) awaitConverged(timeout time.Duration, fes ...int) {
 	h.t.Helper()
-	await(h.t, timeout, "every FE converged to the metastore", func() (bool, string) { return h.converged(fes...) })
+	await(h.t, timeout, "every FE converged to the metastore", func() (bool, string) {
+		if ok, why := h.converged(fes...); !ok {
+			return false, why
+		}
+		// The sidecars know it too: an FE can hold a batch whose answer its
+		// sidecar has not read yet.
+		cur := h.hms.CurrentEventID()
+		for _, m := range h.running() {
+			if !slices.Contains(fes, m.i) && len(fes) > 0 {
+				continue
+			}
+			if c := m.catalogStatus().Cursor; c != cur {
+				return false, fmt.Sprintf("%s's cursor at %d, metastore at %d", m.name, c, cur)
+			}
+		}
+		return true, ""
+	})
 }
 
 // await polls cond until it holds or the deadline passes: conditions, never sleeps,

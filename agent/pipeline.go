@@ -89,11 +89,13 @@ func (l *catalogLoop) fullRefresh(ctx context.Context, reason string, to int64, 
 		if err := l.applyBatch(ctx, b); err != nil {
 			return err
 		}
+		// Counted only when this member refreshed its FE: a follower of a
+		// cluster-scope dialect merely adopts the master's cursor.
+		l.a.m.fullRefreshes.WithLabelValues(l.cat.Name, reason).Inc()
+		l.mu.Lock()
+		l.st.fullRefreshes++
+		l.mu.Unlock()
 	}
-	l.a.m.fullRefreshes.WithLabelValues(l.cat.Name, reason).Inc()
-	l.mu.Lock()
-	l.st.fullRefreshes++
-	l.mu.Unlock()
 	l.log.Info("full refresh", zap.String("reason", reason), zap.Int64("cursor", to), zap.Bool("applied", apply))
 	l.refreshReason = ""
 	return nil

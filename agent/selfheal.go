@@ -88,7 +88,9 @@ func (l *catalogLoop) failed(err error, bo *backoff.ExponentialBackOff) time.Dur
 	switch classify(err) {
 	case classRoleLost:
 		l.log.Info("master role ended during a step; continuing as follower", zap.Error(err))
-		return 0
+		// The elector ends the term asynchronously; the wait returns as soon
+		// as the role changes, and keeps a refused commit from spinning.
+		return 100 * time.Millisecond
 	case classDeterministic:
 		l.recordErr(err, false)
 		fields := []zap.Field{zap.Error(err), zap.Int64("cursor", l.own)}

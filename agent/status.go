@@ -63,7 +63,8 @@ func (a *Agent) Status() Status {
 	if master {
 		s.Role = "master"
 	}
-	err, checked, at := a.health.State()
+	fc := a.health.State()
+	err, checked, at := fc.Err, fc.Checked, fc.At
 	s.FE = FEStatus{URL: redactURL(a.cfg.FEURL), Dialect: a.cfg.Applier.Dialect(), Scope: string(a.scope), Healthy: checked && err == nil}
 	if err != nil {
 		s.FE.Error = err.Error()
@@ -105,7 +106,8 @@ func (a *Agent) notReady() []string {
 	if !a.running.Load() {
 		why = append(why, "not running")
 	}
-	err, checked, _ := a.health.State()
+	fc := a.health.State()
+	err, checked := fc.Err, fc.Checked
 	switch {
 	case !checked:
 		why = append(why, "FE not checked yet")
