@@ -58,7 +58,7 @@ func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error
 	} else {
 		trans = thrift.NewTBufferedTransport(trans, 64<<10)
 	}
-	proto := thrift.NewTBinaryProtocolConf(trans, thriftConfig)
+	proto := newBinaryProtocol(trans, thriftConfig)
 	return &conn{
 		addr:   addr,
 		nc:     nc,

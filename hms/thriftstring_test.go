@@ -1,0 +1,76 @@
+package hms
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// encodeStrings writes strings the way a metastore does (i32 length, bytes).
+func encodeStrings(t *testing.T, ss ...string) *thrift.TMemoryBuffer {
+	t.Helper()
+	buf := thrift.NewTMemoryBuffer()
+	w := thrift.NewTBinaryProtocolConf(buf, thriftConfig)
+	for _, s := range ss {
+		if err := w.WriteString(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf
+}
+
+func TestBinaryProtocolReadsStringsOfEverySize(t *testing.T) {
+	ctx := context.Background()
+	want := []string{
+		"", "short", strings.Repeat("x", 63), strings.Repeat("y", 64), "ünïcödé " + strings.Repeat("z", 4000),
+		strings.Repeat("large ", directStringMax/6+100), // beyond directStringMax: the chunked path
+		"after the large one",
+	}
+	p := newBinaryProtocol(encodeStrings(t, want...), thriftConfig)
+	for i, w := range want {
+		got, err := p.ReadString(ctx)
+		if err != nil {
+			t.Fatalf("string %d: %v", i, err)
+		}
+		if got != w {
+			t.Fatalf("string %d: got %d bytes %.20q…, want %d bytes %.20q…", i, len(got), got, len(w), w)
+		}
+	}
+	if _, err := p.ReadString(ctx); err == nil {
+		t.Fatal("reading past the end: want an error")
+	}
+}
+
+func TestBinaryProtocolRejectsBadLengths(t *testing.T) {
+	ctx := context.Background()
+	stream := func(length int32) *thrift.TMemoryBuffer {
+		buf := thrift.NewTMemoryBuffer()
+		if err := thrift.NewTBinaryProtocolConf(buf, thriftConfig).WriteI32(ctx, length); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = buf.WriteString("abc")
+		return buf
+	}
+	for _, c := range []struct {
+		name   string
+		length int32
+		kind   int
+	}{
+		{"negative", -5, thrift.NEGATIVE_SIZE},
+		{"beyond the message limit", thriftConfig.GetMaxMessageSize() + 1, thrift.SIZE_LIMIT},
+	} {
+		_, err := newBinaryProtocol(stream(c.length), thriftConfig).ReadString(ctx)
+		var te thrift.TProtocolException
+		if !errors.As(err, &te) || te.TypeId() != c.kind {
+			t.Errorf("%s: got %v, want a protocol exception of type %d", c.name, err, c.kind)
+		}
+	}
+	// A length at the limit with 3 bytes behind it (a corrupt stream) fails
+	// for want of data, having read in chunks rather than allocated 1 GiB.
+	if _, err := newBinaryProtocol(stream(thriftConfig.GetMaxMessageSize()), thriftConfig).ReadString(ctx); err == nil {
+		t.Error("a 1 GiB length with 3 bytes of data: want an error")
+	}
+}
