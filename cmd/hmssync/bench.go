@@ -41,6 +41,7 @@ stdout.`,
 			&cli.DurationFlag{Name: "poll-interval", Value: time.Second, Usage: "catalogs[].poll_interval of the sidecars"},
 			&cli.StringFlag{Name: "dialects", Value: "doris,native", Usage: "comma-separated dialects to measure"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of the table"},
+			&cli.StringFlag{Name: "json-file", Usage: "also write the JSON object to this file"},
 			&cli.StringFlag{Name: "profile-dir", Usage: "write each sidecar's CPU and allocation profiles (pprof) into this directory"},
 		},
 		Action: func(c *cli.Context) error {
@@ -59,8 +60,17 @@ stdout.`,
 			if err != nil {
 				return err
 			}
+			rep.unmeasured()
+			if p := c.String("json-file"); p != "" {
+				data, err := json.MarshalIndent(rep, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(p, append(data, '\n'), 0o644); err != nil {
+					return fmt.Errorf("bench: --json-file: %w", err)
+				}
+			}
 			if c.Bool("json") {
-				rep.unmeasured()
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
