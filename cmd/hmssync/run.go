@@ -1,18 +1,150 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+	"gopkg.in/yaml.v3"
+
+	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
-// PLACEHOLDER(issue 5): replaced by the real command.
+// runFlags are the flags of SPEC §6 and the configuration keys they set.
+var runFlags = []struct {
+	name, key, usage string
+}{
+	{"cluster", "cluster", "cluster name: the etcd subtree shared by all sidecars of one FE cluster (cluster)"},
+	{"member", "member", "this sidecar's member name (member; default $POD_NAME, else the hostname)"},
+	{"etcd-endpoints", "etcd.endpoints", "comma-separated etcd URLs (etcd.endpoints)"},
+	{"embedded-etcd", "etcd.embedded_dir", "run a single-node etcd in-process with its data in DIR (etcd.embedded_dir)"},
+	{"fe-url", "fe.url", "the FE's HTTP URL (fe.url)"},
+	{"fe-dialect", "fe.dialect", "doris, native or log (fe.dialect)"},
+	{"http-listen", "http.listen", "address of the status, health and metrics endpoints (http.listen)"},
+	{"log-level", "log.level", "debug, info, warn or error (log.level)"},
+	{"log-format", "log.format", "json or console (log.format; default console on a terminal, else json)"},
+}
+
 func runCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "YAML configuration file (see examples/sidecar.yaml)", EnvVars: []string{"HMSSYNC_CONFIG"}},
+		&cli.StringFlag{Name: "hms-uris", Usage: "comma-separated thrift:// URIs of the first catalog's metastore (catalogs[0].hms_uris)"},
+		&cli.BoolFlag{Name: "check-config", Usage: "validate the configuration, print it (without secrets) and exit"},
+	}
+	for _, f := range runFlags {
+		flags = append(flags, &cli.StringFlag{Name: f.name, Usage: f.usage})
+	}
 	return &cli.Command{
 		Name:  "run",
-		Usage: "(not built yet: issue 5)",
-		Action: func(*cli.Context) error {
-			return errors.New("run is not built yet (issue 5)")
+		Usage: "run the sidecar beside one FE",
+		Description: `Runs the sync driver: elects a master through etcd, tails the metastore's
+notification log and applies the changes to the FE. Configuration precedence:
+flags > HMSSYNC_… environment > --config file > defaults. Secrets come from files
+(fe.password_file, etcd.password_file) or HMSSYNC_FE_PASSWORD / HMSSYNC_ETCD_PASSWORD.`,
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			src := configSources{File: c.String("config"), Getenv: os.Getenv, Flags: map[string]string{}}
+			for _, f := range runFlags {
+				if c.IsSet(f.name) {
+					src.Flags[f.key] = c.String(f.name)
+				}
+			}
+			if c.IsSet("hms-uris") {
+				src.HMSURIs = splitList(c.String("hms-uris"))
+			}
+			cfg, sec, err := loadConfig(src)
+			if err != nil {
+				return err
+			}
+			if c.Bool("check-config") {
+				out, err := yaml.Marshal(cfg)
+				if err != nil {
+					return err
+				}
+				_, err = c.App.Writer.Write(out)
+				return err
+			}
+			log, level, err := newLogger(cfg.Log.Level, cfg.Log.Format)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = log.Sync() }()
+			ctx, stop := signalContext(c.Context)
+			defer stop()
+			return runSidecarProcess(ctx, cfg, sec, log, level)
 		},
 	}
+}
+
+// runSidecarProcess runs one sidecar until ctx ends (a signal), with its HTTP
+// surface and, when configured, its embedded etcd.
+func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger, level zap.AtomicLevel) error {
+	// finished disarms the shutdown watchdog below once everything, the
+	// embedded etcd included, has been closed.
+	finished := make(chan struct{})
+	defer close(finished)
+	if cfg.Etcd.EmbeddedDir != "" {
+		srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: cfg.Etcd.EmbeddedDir, ClientAddr: cfg.Etcd.EmbeddedListen})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		cfg.Etcd.Endpoints = srv.Endpoints()
+		log.Info("embedded etcd running", zap.Strings("endpoints", cfg.Etcd.Endpoints), zap.String("dir", cfg.Etcd.EmbeddedDir))
+	}
+	sc, err := newSidecar(ctx, cfg, sec, log, buildVersion())
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
+	}
+	hs := &http.Server{Handler: sc.Agent.Handler(&level), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", zap.Error(err))
+		}
+	}()
+	log.Info("http surface listening", zap.String("addr", ln.Addr().String()))
+
+	// Whatever happens after the signal, the process ends within the shutdown
+	// timeout: an orchestrator waiting on a hung sidecar helps nobody.
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		t := time.NewTimer(cfg.ShutdownTimeout + time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			log.Error("shutdown did not finish in time; exiting", zap.Duration("shutdown_timeout", cfg.ShutdownTimeout))
+			_ = log.Sync()
+			os.Exit(1)
+		case <-finished:
+		}
+	}()
+
+	err = sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return err
+}
+
+// signalContext ends at SIGTERM or SIGINT.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
 }

@@ -1,0 +1,305 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/election"
+)
+
+// catalogLoop synchronises one catalog. It runs in its own goroutine so that a slow
+// or broken catalog never holds up the others. Everything but the status fields is
+// owned by that goroutine.
+type catalogLoop struct {
+	a   *Agent
+	cat Catalog
+	log *zap.Logger
+	// watch follows the committed master cursor.
+	watch *masterCursorWatch
+
+	// own is the id of the last event applied to this member's FE (-1: unknown,
+	// the next step full-refreshes). ownLoaded says whether it was read from etcd.
+	own       int64
+	ownLoaded bool
+	ownDirty  bool // own not yet written to etcd
+	// refreshReason says why own is -1, for the full-refresh metric and log.
+	refreshReason string
+	// resetRev is the revision of the last operator reset (master cursor -1)
+	// this loop acted on.
+	resetRev int64
+
+	// lastSeen is the master cursor as of the last read or commit: the base of
+	// the next compare-and-set. Valid only while haveLastSeen.
+	lastSeen     cursorstore.Cursor
+	haveLastSeen bool
+
+	// stepStart is when the current step began (unix nanoseconds; 0 while
+	// waiting), for /livez.
+	stepStart atomic.Int64
+
+	mu sync.Mutex
+	st catalogState
+}
+
+// catalogState is what /status shows about one catalog.
+type catalogState struct {
+	own, master, hmsCurrent int64
+	caughtUpAt              time.Time
+	lagEvents               int64
+	lastErr                 string
+	lastErrAt               time.Time
+	failing                 bool // the last step failed
+	authFailing             bool
+	fullRefreshes, selfHeal int
+	lastAppliedAt           time.Time
+}
+
+// outcome says what a step wants the loop to do next.
+type outcome int
+
+const (
+	again      outcome = iota // step again at once (draining a backlog)
+	idle                      // master caught up: wait the poll interval
+	waitMaster                // follower caught up with the master cursor: wait for it to move
+	paused                    // the pause key is set: wait for its removal
+)
+
+// errLostLeadership ends a master step whose term ended under it.
+var errLostLeadership = errors.New("mastership lost")
+
+func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
+	log := a.log.With(zap.String("catalog", cat.Name))
+	l := &catalogLoop{
+		a: a, cat: cat, log: log, own: -1, refreshReason: "initial",
+		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log, a.retry),
+	}
+	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1}
+	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
+	a.m.masterCursor.WithLabelValues(cat.Name).Set(-1)
+	return l
+}
+
+// run is the catalog's loop: one step at a time in the current role, then a wait
+// chosen by the step's outcome, until ctx ends.
+func (l *catalogLoop) run(ctx context.Context) {
+	bo := newBackoff(l.a.retry)
+	for ctx.Err() == nil {
+		// Take every wake-up channel before looking at the state they signal,
+		// so that no change between the look and the wait is missed.
+		roleChanged := l.a.cfg.Elector.Changed()
+		cursorMoved := l.watch.changed()
+		pauseChanged := l.a.pause.changed()
+		term, master := l.a.cfg.Elector.Current()
+
+		l.stepStart.Store(time.Now().UnixNano())
+		out, err := l.step(ctx, term, master)
+		l.stepStart.Store(0)
+
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			wait := l.failed(err, bo)
+			if wait > 0 {
+				waitAny(ctx, time.NewTimer(wait), roleChanged)
+			}
+			continue
+		}
+		bo.Reset()
+		l.clearErr()
+		switch out {
+		case again:
+		case idle:
+			l.waitIdle(ctx, roleChanged, pauseChanged)
+		case waitMaster:
+			// Event-driven: no timer, the etcd watch wakes the follower.
+			waitAny(ctx, nil, roleChanged, cursorMoved)
+		case paused:
+			waitAny(ctx, nil, roleChanged, pauseChanged)
+		}
+	}
+}
+
+// step runs one step in the current role.
+func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (outcome, error) {
+	if !l.ownLoaded {
+		if err := l.loadOwn(ctx); err != nil {
+			return 0, err
+		}
+	}
+	l.observeOperatorReset()
+	defer l.persistOwn(ctx)
+	if master {
+		return l.masterStep(ctx, term)
+	}
+	return l.followerStep(ctx)
+}
+
+// loadOwn reads this member's durable cursor, so that a restarted sidecar resumes
+// where it stopped instead of refreshing the whole catalog.
+func (l *catalogLoop) loadOwn(ctx context.Context) error {
+	c, err := l.a.cfg.Store.MemberCursor(ctx, l.a.cfg.Member, l.cat.Name)
+	if err != nil {
+		return fmt.Errorf("read this member's cursor from etcd: %w", err)
+	}
+	l.ownLoaded = true
+	if c.Exists && c.Value >= 0 {
+		l.own = c.Value
+		l.log.Info("resuming from this member's durable cursor", zap.Int64("cursor", c.Value))
+	} else {
+		l.own = -1
+		l.refreshReason = "initial"
+		l.log.Info("no durable cursor for this member: the first step full-refreshes")
+	}
+	l.setOwn(l.own)
+	l.ownDirty = false
+	return nil
+}
+
+// persistOwn writes own to etcd if it moved. A failure is retried after the next
+// step; it never holds up applying. It also runs when the step ended because the
+// sidecar is stopping, so that a restart resumes from here: the store's request
+// timeout bounds it.
+func (l *catalogLoop) persistOwn(ctx context.Context) {
+	if !l.ownDirty {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := l.a.cfg.Store.PutMemberCursor(ctx, l.a.cfg.Member, l.cat.Name, l.own); err != nil {
+		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", l.own), zap.Error(err))
+		return
+	}
+	l.ownDirty = false
+}
+
+// observeOperatorReset notices an operator's `cursor reset` (the master cursor set
+// to -1): every member full-refreshes once.
+func (l *catalogLoop) observeOperatorReset() {
+	m, known := l.watch.latest()
+	if !known || !m.Exists || m.Value != -1 || m.Rev == l.resetRev {
+		return
+	}
+	l.resetRev = m.Rev
+	if l.own != -1 {
+		l.log.Warn("master cursor reset by an operator: full refresh", zap.Int64("cursor", l.own))
+		l.resetOwn("operator")
+	}
+}
+
+// resetOwn sets own to -1 so that the next step full-refreshes.
+func (l *catalogLoop) resetOwn(reason string) {
+	l.refreshReason = reason
+	l.setOwn(-1)
+}
+
+// setOwn moves this member's cursor and the figures derived from it.
+func (l *catalogLoop) setOwn(v int64) {
+	l.own = v
+	l.ownDirty = true
+	l.a.m.cursor.WithLabelValues(l.cat.Name).Set(float64(v))
+	l.mu.Lock()
+	l.st.own = v
+	l.mu.Unlock()
+	l.updateLag()
+}
+
+// setHMSCurrent records the metastore's current id, as the master reads it.
+func (l *catalogLoop) setHMSCurrent(cur int64) {
+	l.a.m.hmsCurrent.WithLabelValues(l.cat.Name).Set(float64(cur))
+	l.mu.Lock()
+	l.st.hmsCurrent = cur
+	l.mu.Unlock()
+	l.updateLag()
+}
+
+// updateLag derives the lag from the newest id this member knows of: the
+// metastore's current id for the master, the master cursor for followers.
+func (l *catalogLoop) updateLag() {
+	_, master := l.a.cfg.Elector.Current()
+	m, _ := l.watch.latest()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.st.master = cursorValue(m)
+	target := l.st.master
+	if master && l.st.hmsCurrent >= 0 {
+		target = l.st.hmsCurrent
+	}
+	lag := target - l.st.own
+	if lag < 0 || target < 0 {
+		lag = 0
+	}
+	if l.st.own < 0 {
+		lag = target + 1
+	}
+	now := time.Now()
+	if lag == 0 || l.st.caughtUpAt.IsZero() {
+		l.st.caughtUpAt = now
+	}
+	l.st.lagEvents = lag
+	l.a.m.lagEvents.WithLabelValues(l.cat.Name).Set(float64(lag))
+	l.a.m.lagSeconds.WithLabelValues(l.cat.Name).Set(now.Sub(l.st.caughtUpAt).Seconds())
+}
+
+// waitIdle waits the poll interval. The master also wakes at once on a role or
+// pause change, or when someone else moved the master cursor (an operator reset);
+// its own commits do not wake it.
+func (l *catalogLoop) waitIdle(ctx context.Context, roleChanged, pauseChanged <-chan struct{}) {
+	timer := time.NewTimer(l.cat.PollInterval)
+	defer timer.Stop()
+	for {
+		moved := l.watch.changed()
+		if m, ok := l.watch.latest(); ok && l.haveLastSeen && m.Rev > l.lastSeen.Rev {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		case <-roleChanged:
+			return
+		case <-pauseChanged:
+			return
+		case <-moved:
+		}
+	}
+}
+
+// waitAny blocks until ctx ends, the timer fires (nil: no timer) or any channel is
+// closed.
+func waitAny(ctx context.Context, timer *time.Timer, chans ...<-chan struct{}) {
+	var tc <-chan time.Time
+	if timer != nil {
+		defer timer.Stop()
+		tc = timer.C
+	}
+	var c1, c2 <-chan struct{}
+	if len(chans) > 0 {
+		c1 = chans[0]
+	}
+	if len(chans) > 1 {
+		c2 = chans[1]
+	}
+	select {
+	case <-ctx.Done():
+	case <-tc:
+	case <-c1:
+	case <-c2:
+	}
+}
+
+// stuckFor reports how long the current step has been running (0 when waiting).
+func (l *catalogLoop) stuckFor(now time.Time) time.Duration {
+	s := l.stepStart.Load()
+	if s == 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, s))
+}

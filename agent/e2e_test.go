@@ -1,0 +1,566 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/applier/fetest"
+	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/etcdpartition"
+)
+
+const converge = 20 * time.Second
+
+// A steady workload reaches every FE, for both dialects.
+func TestSteadyWorkloadConverges(t *testing.T) {
+	for _, dialect := range []string{"native", "doris"} {
+		t.Run(dialect, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{dialect: dialect})
+			h.churn(10)
+			for i := 0; i < 3; i++ {
+				h.start(i, memberOpts{})
+			}
+			m := h.master(10 * time.Second)
+			stop := h.runWorkload(300)
+			h.awaitEvents(h.hms.CurrentEventID() + 150)
+			stop()
+			h.awaitConverged(converge)
+			h.checkCommitsMonotonic(0)
+			// Only the first sync of each FE is a full refresh; everything after
+			// it was applied event by event.
+			if dialect == "native" {
+				for i := 0; i < 3; i++ {
+					if n := h.fullRefreshes(i); n != 1 {
+						t.Errorf("FE %d: %d full refreshes, want 1 (the initial one)", i, n)
+					}
+				}
+			}
+			if code, _ := m.get("/master"); code != http.StatusOK {
+				t.Errorf("/master on the master: %d", code)
+			}
+			for _, o := range h.running() {
+				if o != m {
+					if code, _ := o.get("/master"); code != http.StatusServiceUnavailable {
+						t.Errorf("/master on follower %s: %d, want 503", o.name, code)
+					}
+					if code, _ := o.get("/replica"); code != http.StatusOK {
+						t.Errorf("/replica on follower %s: %d, want 200", o.name, code)
+					}
+				}
+				await(t, 5*time.Second, o.name+" ready", func() (bool, string) {
+					code, body := o.get("/readyz")
+					return code == http.StatusOK, body
+				})
+			}
+			if dialect == "doris" {
+				// Cluster scope: only masters ever sent statements, so the
+				// number of REFRESH statements is not multiplied by three.
+				if s := h.feCluster.Statements(); len(s) == 0 {
+					t.Error("no statement reached the Doris cluster")
+				}
+			}
+		})
+	}
+}
+
+// The master dies in the middle of applying a batch: another member takes over, no
+// event is lost and the committed cursor never goes down.
+func TestMasterKilledMidBatch(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	start := h.masterCursor()
+
+	// Hold the master's next apply in flight, then kill it.
+	m.fe.InjectFault(fetest.Fault{Native: true, Match: "/changes", Delay: 5 * time.Second, Times: 1})
+	h.churn(30)
+	// The fault is used up when the request arrives: from then on the apply is
+	// held in flight.
+	await(t, 5*time.Second, "the master's apply in flight", func() (bool, string) {
+		return len(m.fe.Faults()) == 0, "the master's FE has not received the next batch"
+	})
+	m.crash()
+	m2 := h.master(10 * time.Second)
+	if m2 == m {
+		t.Fatal("the crashed member is still master")
+	}
+	h.churn(30)
+	h.start(m.i, memberOpts{})
+	h.awaitConverged(converge)
+	h.checkCommitsMonotonic(0)
+	// Every event after the start cursor reached every FE, in a batch that
+	// carried its changes (or was covered by a full refresh).
+	for i := 0; i < 3; i++ {
+		h.checkEveryEventApplied(i, start)
+	}
+}
+
+// A restarted follower resumes from its durable cursor: no full refresh.
+func TestFollowerRestartResumes(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(10)
+	ms := []*member{h.start(0, memberOpts{}), h.start(1, memberOpts{}), h.start(2, memberOpts{})}
+	h.awaitConverged(converge)
+	master := h.master(5 * time.Second)
+	var f *member
+	for _, m := range ms {
+		if m != master {
+			f = m
+			break
+		}
+	}
+	before := h.fullRefreshes(f.i)
+	f.stop()
+	h.churn(40)
+	h.awaitConverged(converge, otherThan(f.i)...)
+	f2 := h.start(f.i, memberOpts{})
+	h.churn(10)
+	h.awaitConverged(converge)
+	if got := h.fullRefreshes(f.i); got != before {
+		t.Errorf("FE %d got %d full refreshes after its sidecar restarted, want none", f.i, got-before)
+	}
+	if s := f2.catalogStatus(); s.FullRefreshes != 0 {
+		t.Errorf("restarted sidecar reports %d full refreshes, want 0", s.FullRefreshes)
+	}
+	h.checkEveryEventApplied(f.i, 0)
+}
+
+// Events cleaned before the master read them: exactly one full refresh per FE,
+// then normal sync. An HMS log reset: one full refresh.
+func TestGapAndResetFullRefreshOnce(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(10)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	base := []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
+
+	// Gap: pause the master, write, clean beyond its cursor, resume.
+	h.setPause(true)
+	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	cursor := h.masterCursor()
+	h.churn(20)
+	h.hms.Clean(cursor + 5)
+	h.setPause(false)
+	h.awaitConverged(converge)
+	for i := 0; i < 3; i++ {
+		if got := h.fullRefreshes(i) - base[i]; got != 1 {
+			t.Errorf("gap: FE %d got %d full refreshes, want exactly 1", i, got)
+		}
+	}
+	// Normal sync afterwards: more events arrive without another refresh.
+	h.churn(15)
+	h.awaitConverged(converge)
+	for i := 0; i < 3; i++ {
+		if got := h.fullRefreshes(i) - base[i]; got != 1 {
+			t.Errorf("after the gap: FE %d got %d full refreshes in total, want 1", i, got)
+		}
+	}
+	h.checkCommitsMonotonic(0)
+
+	// Reset: the metastore's log starts again below everyone's cursor.
+	base = []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
+	h.setPause(true)
+	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.hms.Reset(3)
+	h.churn(2)
+	h.setPause(false)
+	h.awaitConverged(converge)
+	for i := 0; i < 3; i++ {
+		if got := h.fullRefreshes(i) - base[i]; got != 1 {
+			t.Errorf("reset: FE %d got %d full refreshes, want exactly 1", i, got)
+		}
+	}
+	h.churn(10)
+	h.awaitConverged(converge)
+	for i := 0; i < 3; i++ {
+		if got := h.fullRefreshes(i) - base[i]; got != 1 {
+			t.Errorf("after the reset: FE %d got %d full refreshes in total, want 1", i, got)
+		}
+	}
+}
+
+// A poison event (an undecodable message) self-heals: the loop keeps going, and
+// the event id is logged and counted.
+func TestPoisonEventSelfHeals(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	h.churn(3)
+	_, poison := h.hms.Append(hms.Event{Type: "ALTER_TABLE", DB: "db0", Table: "t0", Message: "{not json", Format: "json-0.2"})
+	h.churn(10)
+	h.awaitConverged(converge)
+
+	for _, x := range h.running() {
+		logged := x.logs.FilterMessageSnippet("self-healing").FilterField(zap.Int64("event_id", poison)).Len()
+		if logged == 0 {
+			t.Errorf("%s: no self-heal log naming event %d", x.name, poison)
+		}
+		if v := x.metric("hmssync_events_failed_total", `type="ALTER_TABLE"`); v < 1 {
+			t.Errorf("%s: hmssync_events_failed_total{type=ALTER_TABLE} = %v, want ≥ 1", x.name, v)
+		}
+		if v := x.metric("hmssync_full_refreshes_total", `reason="self_heal"`); v < 1 {
+			t.Errorf("%s: no self_heal full refresh counted", x.name)
+		}
+	}
+	if m.catalogStatus().SelfHeals < 1 {
+		t.Errorf("master's status counts no self-heal")
+	}
+}
+
+// The metastore down for a while: catch-up without a full refresh.
+func TestHMSDownCatchesUp(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	base := []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
+	retries := m.metric("hmssync_retries_total", `class="transient"`)
+	h.hms.Down()
+	h.churn(30) // written while nobody can read them
+	await(t, 10*time.Second, "the master retrying against the down metastore", func() (bool, string) {
+		v := m.metric("hmssync_retries_total", `class="transient"`)
+		return v >= retries+3, fmt.Sprintf("retries %v", v)
+	})
+	if err := h.hms.Up(); err != nil {
+		t.Fatal(err)
+	}
+	h.awaitConverged(converge)
+	for i := 0; i < 3; i++ {
+		if got := h.fullRefreshes(i) - base[i]; got != 0 {
+			t.Errorf("FE %d: %d full refreshes after the metastore came back, want 0", i, got)
+		}
+	}
+}
+
+// The master's FE down: the committed cursor does not move; it catches up after.
+func TestFEDownHoldsCursor(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	held := h.masterCursor()
+	retries := m.metric("hmssync_retries_total", `class="transient"`)
+	m.fe.Down()
+	h.churn(20)
+	await(t, 10*time.Second, "the master retrying against its down FE", func() (bool, string) {
+		v := m.metric("hmssync_retries_total", `class="transient"`)
+		return v >= retries+3, fmt.Sprintf("retries %v", v)
+	})
+	if m.isMaster() {
+		if got := h.masterCursor(); got != held {
+			t.Errorf("master cursor moved from %d to %d while the master's FE was down", held, got)
+		}
+	}
+	if err := m.fe.Up(); err != nil {
+		t.Fatal(err)
+	}
+	h.awaitConverged(converge)
+	h.checkCommitsMonotonic(0)
+}
+
+// Wrong FE credentials: /readyz fails, the cursor is not reset, and fixing the
+// password resumes without a full refresh.
+func TestFEAuthWrong(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	ms := []*member{h.start(0, memberOpts{}), h.start(1, memberOpts{}), h.start(2, memberOpts{})}
+	h.awaitConverged(converge)
+	master := h.master(5 * time.Second)
+	f := ms[0]
+	if f == master {
+		f = ms[1]
+	}
+	own := f.catalogStatus().Cursor
+	before := h.fullRefreshes(f.i)
+	f.stop()
+	bad := h.start(f.i, memberOpts{password: "wrong"})
+	h.churn(10)
+	await(t, 10*time.Second, "/readyz failing on auth", func() (bool, string) {
+		code, body := bad.get("/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "credentials"), fmt.Sprintf("%d %s", code, body)
+	})
+	await(t, 10*time.Second, "the auth failure counted", func() (bool, string) {
+		return bad.metric("hmssync_fe_auth_failures_total") >= 1, ""
+	})
+	if s := bad.catalogStatus(); s.Cursor != own {
+		t.Errorf("cursor %d after auth failures, want it kept at %d", s.Cursor, own)
+	}
+	if bad.isMaster() {
+		t.Error("a member whose FE refuses its credentials became master")
+	}
+	bad.stop()
+	h.start(f.i, memberOpts{})
+	h.awaitConverged(converge)
+	if got := h.fullRefreshes(f.i); got != before {
+		t.Errorf("FE %d: %d full refreshes after the password was fixed, want none", f.i, got-before)
+	}
+}
+
+// etcd unreachable from the master: it stops writing (another member takes over);
+// when etcd is back it resumes, as a follower.
+func TestEtcdUnreachableMasterStops(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	link := etcdpartition.New(t, h.etcd.Endpoints()[0])
+	cut := h.start(0, memberOpts{link: link})
+	h.master(10 * time.Second)
+	// Let member 0 win first, then start the others.
+	await(t, 10*time.Second, "m0 master", func() (bool, string) { return cut.isMaster(), "" })
+	h.start(1, memberOpts{})
+	h.start(2, memberOpts{})
+	h.awaitConverged(converge)
+
+	link.Cut()
+	await(t, 10*time.Second, "the cut-off master to stop being master", func() (bool, string) { return !cut.isMaster(), "" })
+	commitsAfterStop := h.commitCount()
+	_ = commitsAfterStop
+	h.churn(20)
+	await(t, 10*time.Second, "another master", func() (bool, string) {
+		for _, m := range h.running() {
+			if m != cut && m.isMaster() {
+				return true, ""
+			}
+		}
+		return false, "none"
+	})
+	h.awaitConverged(converge, 1, 2)
+	link.Heal()
+	h.churn(5)
+	h.awaitConverged(converge)
+	h.checkCommitsMonotonic(0)
+	if cut.isMaster() {
+		t.Error("the member cut off from etcd is master again although another member led")
+	}
+}
+
+// The pause key stops the master advancing; removing it resumes.
+func TestPauseKey(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	h.setPause(true)
+	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	held := h.masterCursor()
+	h.churn(10)
+	// A negative claim needs an observation window: 20 poll intervals.
+	deadline := time.Now().Add(20 * h.o.poll)
+	for time.Now().Before(deadline) {
+		if got := h.masterCursor(); got != held {
+			t.Fatalf("master cursor moved from %d to %d while paused", held, got)
+		}
+		time.Sleep(h.o.poll)
+	}
+	h.setPause(false)
+	h.awaitConverged(converge)
+}
+
+// SIGTERM on the master: a successor leads well before the lease would expire.
+func TestSigtermHandsOver(t *testing.T) {
+	h := newHarness(t, harnessOpts{leaseTTL: 10 * time.Second})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(15 * time.Second)
+	start := time.Now()
+	m.stop()
+	// A handover by lease expiry would take 10 s; resigning takes milliseconds.
+	m2 := h.master(5 * time.Second)
+	took := time.Since(start)
+	t.Logf("handover from %s to %s took %s", m.name, m2.name, took)
+	h.churn(5)
+	h.awaitConverged(converge, otherThan(m.i)...)
+}
+
+// Followers are event-driven: with a 10 s poll interval a follower applies a master
+// commit in well under a second.
+func TestFollowersAreEventDriven(t *testing.T) {
+	h := newHarness(t, harnessOpts{poll: 10 * time.Second})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	for round := 0; round < 3; round++ {
+		// The master is idle for 10 s; the pause key wakes it at once.
+		h.setPause(true)
+		await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+		h.churn(3)
+		target := h.hms.CurrentEventID()
+		h.setPause(false)
+		await(t, 5*time.Second, "the master's commit", func() (bool, string) {
+			return h.masterCursor() == target, fmt.Sprintf("master cursor %d, want %d", h.masterCursor(), target)
+		})
+		committed := time.Now()
+		await(t, 2*time.Second, "followers to apply the commit", func() (bool, string) {
+			for i := 0; i < 3; i++ {
+				if got := h.fes[i].AppliedEventID(testCatalog); got != target {
+					return false, fmt.Sprintf("FE %d at %d", i, got)
+				}
+			}
+			return true, ""
+		})
+		t.Logf("round %d: followers applied %s after the commit", round, time.Since(committed))
+	}
+}
+
+// --- helpers ---
+
+func otherThan(i int) []int {
+	var out []int
+	for j := 0; j < 3; j++ {
+		if j != i {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func (h *harness) running() []*member {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*member(nil), h.members...)
+}
+
+func (h *harness) setPause(on bool) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	if on {
+		_, err = h.etcd.Client.Put(ctx, pauseKey, "e2e test")
+	} else {
+		_, err = h.etcd.Client.Delete(ctx, pauseKey)
+	}
+	if err != nil {
+		h.t.Fatalf("pause key: %v", err)
+	}
+}
+
+// checkEveryEventApplied checks that every event after from reached FE i in a batch
+// that carried that event's changes, or that a full refresh covered it.
+func (h *harness) checkEveryEventApplied(i int, from int64) {
+	h.t.Helper()
+	batches := h.fes[i].Changes()
+	dec := hms.Decoder{}
+	for _, ev := range h.hms.Events() {
+		if ev.ID <= from {
+			continue
+		}
+		want, err := dec.Decode(ev)
+		if err != nil || len(want) == 0 {
+			continue
+		}
+		if !eventApplied(batches, ev.ID, want) {
+			h.t.Errorf("FE %d never received the changes of event %d (%s %s.%s)", i, ev.ID, ev.Type, ev.DB, ev.Table)
+		}
+	}
+}
+
+func eventApplied(batches []change.Batch, id int64, want []change.Descriptor) bool {
+	for _, b := range batches {
+		if b.FullRefresh && b.To >= id {
+			// The refresh read the truth after event id happened.
+			return true
+		}
+		if b.To < id || b.From >= id {
+			continue
+		}
+		n := 0
+		for _, d := range b.Changes {
+			if d.EventID == id {
+				n++
+			}
+		}
+		if n == len(want) {
+			return true
+		}
+	}
+	return false
+}
+
+// A master whose FE stays unhealthy resigns, and a member whose FE is unhealthy
+// does not campaign: the candidacy gate.
+func TestUnhealthyFEGatesCandidacy(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	m.fe.Down()
+	// GateGrace is 1 s in the harness.
+	await(t, 10*time.Second, "another member to lead", func() (bool, string) {
+		for _, o := range h.running() {
+			if o != m && o.isMaster() {
+				return true, ""
+			}
+		}
+		return false, "no other master"
+	})
+	if m.isMaster() {
+		t.Error("the member with the down FE is still master")
+	}
+	h.churn(10)
+	h.awaitConverged(converge, otherThan(m.i)...)
+	if m.isMaster() {
+		t.Error("the member with the down FE campaigned and won again")
+	}
+	if err := m.fe.Up(); err != nil {
+		t.Fatal(err)
+	}
+	h.awaitConverged(converge)
+}
+
+// Shutdown is bounded even when etcd is unreachable: the process does not hang on
+// a resignation that cannot reach etcd.
+func TestShutdownBoundedWithoutEtcd(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	link := etcdpartition.New(t, h.etcd.Endpoints()[0])
+	m := h.start(0, memberOpts{link: link})
+	await(t, 10*time.Second, "m0 master", func() (bool, string) { return m.isMaster(), "" })
+	h.awaitConverged(converge, 0)
+	link.Cut()
+	stopped := make(chan struct{})
+	go func() { m.stop(); close(stopped) }()
+	// Run's resign timeout is 3 s; the elector's own bound is its request
+	// timeout. Give it twice that before calling it hung.
+	select {
+	case <-stopped:
+	case <-time.After(6 * time.Second):
+		t.Fatal("the sidecar did not stop within 6 s with etcd unreachable")
+	}
+	link.Heal()
+}

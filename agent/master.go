@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/election"
+	"github.com/hmssync/hmssync/hms"
+)
+
+// masterStep is one cycle of SPEC §2's master: read the metastore's current id,
+// full-refresh when the cursor is unknown, the log was reset or events were
+// cleaned, otherwise fetch the next batch, apply it and commit the cursor to etcd,
+// fenced by the term's token.
+func (l *catalogLoop) masterStep(parent context.Context, term election.Term) (outcome, error) {
+	ctx, cancel := termContext(parent, term)
+	defer cancel()
+	out, err := l.masterCycle(ctx, term)
+	if err != nil && ctx.Err() != nil && parent.Err() == nil {
+		// The term ended while the step was in flight: whatever the step was
+		// doing is abandoned, and the loop continues as a follower.
+		return 0, errLostLeadership
+	}
+	return out, err
+}
+
+func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outcome, error) {
+	if err := l.syncLastSeen(ctx); err != nil {
+		return 0, err
+	}
+	if l.a.pause.isPaused() {
+		return paused, nil
+	}
+	// A commit left pending by an earlier failure (or by a previous term that
+	// applied but could not commit) goes first.
+	if err := l.commit(ctx, term, l.own, false); err != nil {
+		return 0, err
+	}
+
+	cur, err := l.currentEventID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case l.own == -1:
+		// The id is read before the refresh: events after it are applied
+		// afterwards, so nothing that happens during the refresh is missed.
+		if err := l.fullRefresh(ctx, l.refreshReason, cur, true); err != nil {
+			return 0, err
+		}
+		l.setOwn(cur)
+		return again, l.commit(ctx, term, cur, false)
+	case cur < l.own:
+		l.log.Warn("metastore's current event id is below the cursor: its notification log was reset (new metastore database?); full refresh",
+			zap.Int64("hms_current", cur), zap.Int64("cursor", l.own))
+		if err := l.fullRefresh(ctx, "reset", cur, true); err != nil {
+			return 0, err
+		}
+		l.setOwn(cur)
+		return again, l.commit(ctx, term, cur, true)
+	case cur == l.own:
+		return idle, nil
+	}
+
+	f, err := l.fetch(ctx, l.cat.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	switch f.Continuity {
+	case hms.Gap:
+		l.log.Warn("events after the cursor were cleaned from the metastore before they were read; full refresh",
+			zap.Int64("cursor", l.own), zap.Int64("hms_current", cur))
+		if err := l.fullRefresh(ctx, "gap", cur, true); err != nil {
+			return 0, err
+		}
+		l.setOwn(cur)
+		return again, l.commit(ctx, term, cur, false)
+	case hms.Reset:
+		l.log.Warn("metastore's notification log was reset; full refresh", zap.Int64("cursor", l.own))
+		if err := l.fullRefresh(ctx, "reset", cur, true); err != nil {
+			return 0, err
+		}
+		l.setOwn(cur)
+		return again, l.commit(ctx, term, cur, true)
+	}
+	if len(f.Events) == 0 {
+		// Everything up to cur was filtered out by the skip list.
+		if err := l.applyEvents(ctx, nil, cur, true); err != nil {
+			return 0, err
+		}
+		l.setOwn(cur)
+		return idle, l.commit(ctx, term, cur, false)
+	}
+	last := f.Events[len(f.Events)-1].ID
+	if err := l.applyEvents(ctx, f.Events, last, true); err != nil {
+		return 0, err
+	}
+	l.setOwn(last)
+	if err := l.commit(ctx, term, last, false); err != nil {
+		return 0, err
+	}
+	if last < cur {
+		// A backlog: drain it without waiting.
+		return again, nil
+	}
+	return idle, nil
+}
+
+// syncLastSeen makes sure the compare-and-set base is current: it is read when the
+// term starts, after a failed commit, and when the watch shows someone else moved
+// the cursor (an operator).
+func (l *catalogLoop) syncLastSeen(ctx context.Context) error {
+	if m, ok := l.watch.latest(); ok && l.haveLastSeen && m.Rev > l.lastSeen.Rev {
+		l.haveLastSeen = false
+	}
+	if l.haveLastSeen {
+		return nil
+	}
+	c, err := l.a.cfg.Store.MasterCursor(ctx, l.cat.Name)
+	if err != nil {
+		return fmt.Errorf("read the master cursor from etcd: %w", err)
+	}
+	l.lastSeen, l.haveLastSeen = c, true
+	if c.Exists && c.Value == -1 && c.Rev != l.resetRev {
+		l.resetRev = c.Rev
+		if l.own != -1 {
+			l.log.Warn("master cursor reset by an operator: full refresh", zap.Int64("cursor", l.own))
+			l.resetOwn("operator")
+		}
+	}
+	return nil
+}
+
+// commit writes value as the committed master cursor, fenced by the term's token
+// and compare-and-set on the last seen revision. It writes nothing when the
+// committed cursor is already at or beyond value (a new master still catching up
+// to it), unless backwards is set (the metastore's log was reset).
+func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int64, backwards bool) error {
+	if value < 0 || !l.haveLastSeen {
+		return nil
+	}
+	committed := cursorValue(l.lastSeen)
+	if value == committed || (value < committed && !backwards) {
+		return nil
+	}
+	start := time.Now()
+	commit := l.a.cfg.Store.CommitMaster
+	if value < committed {
+		commit = l.a.cfg.Store.RewindMaster
+	}
+	c, err := commit(ctx, l.cat.Name, term.Token, l.lastSeen, value)
+	l.a.m.commitSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
+	if err == nil {
+		l.lastSeen = c
+		l.updateLag()
+		return nil
+	}
+	// Any failure leaves the base unknown: read it again before the next write.
+	l.haveLastSeen = false
+	reason := "error"
+	switch {
+	case errors.Is(err, cursorstore.ErrNotLeader):
+		reason = "not_leader"
+	case errors.Is(err, cursorstore.ErrConflict):
+		reason = "conflict"
+	case errors.Is(err, cursorstore.ErrOutcomeUnknown):
+		reason = "outcome_unknown"
+	case errors.Is(err, cursorstore.ErrBackwards):
+		reason = "backwards"
+	}
+	if reason != "error" {
+		l.a.m.fencedRejected.WithLabelValues(l.cat.Name, reason).Inc()
+	}
+	if reason == "not_leader" {
+		// Stop writing at once: another member holds the role.
+		l.log.Warn("fenced cursor commit refused: no longer master; stepping down", zap.Int64("cursor", value), zap.Error(err))
+		l.a.cfg.Elector.StepDown("fenced cursor commit refused: " + err.Error())
+		return errLostLeadership
+	}
+	return fmt.Errorf("commit master cursor %d (%s): %w", value, reason, err)
+}
+
+// termContext ends with the parent or when the term ends.
+func termContext(parent context.Context, term election.Term) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	if term.Done != nil {
+		go func() {
+			select {
+			case <-term.Done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
+}

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the series of SPEC §7, on a registry owned by one Agent (never the
+// global default registry, so that several agents can live in one process, as
+// they do in the demo and the tests).
+type metrics struct {
+	reg *prometheus.Registry
+
+	eventsReceived *prometheus.CounterVec // catalog, type
+	eventsApplied  *prometheus.CounterVec // catalog, type
+	eventsSkipped  *prometheus.CounterVec // catalog, type
+	eventsFailed   *prometheus.CounterVec // catalog, type
+
+	cursor       *prometheus.GaugeVec // catalog
+	masterCursor *prometheus.GaugeVec // catalog
+	hmsCurrent   *prometheus.GaugeVec // catalog
+	lagEvents    *prometheus.GaugeVec // catalog
+	lagSeconds   *prometheus.GaugeVec // catalog
+
+	fetchSeconds  *prometheus.HistogramVec // catalog
+	decodeSeconds *prometheus.HistogramVec // catalog
+	applySeconds  *prometheus.HistogramVec // catalog, kind (changes|full_refresh)
+	commitSeconds *prometheus.HistogramVec // catalog
+
+	feStatements    *prometheus.CounterVec // catalog, result
+	fullRefreshes   *prometheus.CounterVec // catalog, reason
+	selfHeals       *prometheus.CounterVec // catalog, reason
+	retries         *prometheus.CounterVec // catalog, class
+	role            *prometheus.GaugeVec   // role
+	leaderChanges   prometheus.Counter
+	fencedRejected  *prometheus.CounterVec // catalog, reason
+	watchRestarts   *prometheus.CounterVec // watch
+	feHealthy       prometheus.Gauge
+	paused          prometheus.Gauge
+	feAuthFailures  prometheus.Counter
+	statusPublishes *prometheus.CounterVec // result
+}
+
+func newMetrics() *metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "hmssync", Name: name, Help: help}, labels)
+		f(v)
+		return v
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "hmssync", Name: name, Help: help}, labels)
+		f(v)
+		return v
+	}
+	// Buckets from 1 ms to about 65 s: a fetch or an apply is milliseconds when
+	// healthy and tens of seconds when an FE struggles.
+	buckets := prometheus.ExponentialBuckets(0.001, 4, 9)
+	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "hmssync", Name: name, Help: help, Buckets: buckets}, labels)
+		f(v)
+		return v
+	}
+	m := &metrics{
+		reg:            reg,
+		eventsReceived: counter("events_received_total", "HMS notification events fetched, by type.", "catalog", "type"),
+		eventsApplied:  counter("events_applied_total", "Events whose changes were applied to the FE (or, for followers of a cluster-scope dialect, covered by the master), by type.", "catalog", "type"),
+		eventsSkipped:  counter("events_skipped_total", "Events that yielded no change after decoding and filtering, by type.", "catalog", "type"),
+		eventsFailed:   counter("events_failed_total", "Events that could not be decoded (poison events; each one triggers a self-heal), by type.", "catalog", "type"),
+		cursor:         gauge("cursor_event_id", "This member's cursor: the last event id applied to its FE (-1 unknown).", "catalog"),
+		masterCursor:   gauge("master_cursor_event_id", "The committed master cursor in etcd (-1 unknown or reset).", "catalog"),
+		hmsCurrent:     gauge("hms_current_event_id", "The metastore's current notification event id, as last read.", "catalog"),
+		lagEvents:      gauge("lag_events", "Events between this member's cursor and the newest id it knows of (the metastore's for the master, the master cursor for followers).", "catalog"),
+		lagSeconds:     gauge("lag_seconds", "Seconds since this member was last caught up (0 when caught up).", "catalog"),
+		fetchSeconds:   hist("fetch_duration_seconds", "Latency of reading a batch of events from the metastore.", "catalog"),
+		decodeSeconds:  hist("decode_duration_seconds", "Latency of decoding and filtering a batch of events.", "catalog"),
+		applySeconds:   hist("apply_duration_seconds", "Latency of applying a batch (or a full refresh) to the FE.", "catalog", "kind"),
+		commitSeconds:  hist("commit_duration_seconds", "Latency of the fenced master cursor commit to etcd.", "catalog"),
+		feStatements:   counter("fe_statements_total", "Statements (doris) or requests (native, log) sent to the FE, by result: ok, transient, deterministic, auth.", "catalog", "result"),
+		fullRefreshes:  counter("full_refreshes_total", "Full catalog refreshes, by reason: initial, gap, reset, self_heal, operator.", "catalog", "reason"),
+		selfHeals:      counter("self_heals_total", "Deterministic failures healed by resetting the cursor to -1, by reason: decode, apply.", "catalog", "reason"),
+		retries:        counter("retries_total", "Failed steps retried in place, by class: transient, auth.", "catalog", "class"),
+		role:           gauge("role", "1 for this member's current role (master or follower), 0 otherwise.", "role"),
+		leaderChanges: func() prometheus.Counter {
+			c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hmssync", Name: "leader_transitions_total", Help: "Times this member became master or stopped being master."})
+			f(c)
+			return c
+		}(),
+		fencedRejected: counter("fenced_write_rejections_total", "Fenced cursor commits etcd refused, by reason: not_leader, conflict, outcome_unknown, backwards.", "catalog", "reason"),
+		watchRestarts:  counter("watch_restarts_total", "etcd watches that ended and were re-established, by watch: master_cursor, pause.", "watch"),
+		feHealthy: func() prometheus.Gauge {
+			g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hmssync", Name: "fe_healthy", Help: "1 if the last FE check succeeded (reachable and authenticated)."})
+			f(g)
+			return g
+		}(),
+		paused: func() prometheus.Gauge {
+			g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hmssync", Name: "paused", Help: "1 while the pause key is present (the master does not advance)."})
+			f(g)
+			return g
+		}(),
+		feAuthFailures: func() prometheus.Counter {
+			c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hmssync", Name: "fe_auth_failures_total", Help: "FE calls refused for authentication (a configuration error)."})
+			f(c)
+			return c
+		}(),
+		statusPublishes: counter("status_publishes_total", "Member status writes to etcd, by result.", "result"),
+	}
+	m.role.WithLabelValues("master").Set(0)
+	m.role.WithLabelValues("follower").Set(1)
+	return m
+}

@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/hms"
+)
+
+// The steps shared by master and follower: read, decode, filter, apply.
+
+func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
+	defer cancel()
+	cur, err := l.cat.Source.CurrentEventID(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the metastore's current event id: %w", err)
+	}
+	l.setHMSCurrent(cur)
+	return cur, nil
+}
+
+func (l *catalogLoop) fetch(ctx context.Context, max int) (hms.Fetch, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
+	defer cancel()
+	start := time.Now()
+	f, err := l.cat.Source.NextEvents(ctx, l.own, max, l.cat.SkipEventTypes)
+	l.a.m.fetchSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, l.own, err)
+	}
+	for _, ev := range f.Events {
+		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, ev.Type).Inc()
+	}
+	return f, nil
+}
+
+// applyEvents decodes and filters evs and applies them as one batch (l.own, to].
+// An empty evs still sends an empty batch, so that an FE speaking the native
+// protocol learns that its cursor moved past skipped events. apply=false only
+// records the events as covered (never used for local scope).
+func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64, apply bool) error {
+	start := time.Now()
+	var changes []change.Descriptor
+	counted := make([]bool, len(evs)) // event yielded at least one change
+	for i, ev := range evs {
+		ds, err := l.cat.Decoder.Decode(ev)
+		if err != nil {
+			l.a.m.eventsFailed.WithLabelValues(l.cat.Name, ev.Type).Inc()
+			return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
+		}
+		for _, d := range ds {
+			if l.keep(d) {
+				changes = append(changes, d)
+				counted[i] = true
+			}
+		}
+	}
+	l.a.m.decodeSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
+
+	if apply {
+		b := change.Batch{Catalog: l.cat.Name, From: l.own, To: to, Changes: changes}
+		if err := l.applyBatch(ctx, b); err != nil {
+			return err
+		}
+	}
+	for i, ev := range evs {
+		if counted[i] {
+			l.a.m.eventsApplied.WithLabelValues(l.cat.Name, ev.Type).Inc()
+		} else {
+			l.a.m.eventsSkipped.WithLabelValues(l.cat.Name, ev.Type).Inc()
+		}
+	}
+	return nil
+}
+
+// fullRefresh reloads the whole catalog on the FE (when apply) as of event id to.
+func (l *catalogLoop) fullRefresh(ctx context.Context, reason string, to int64, apply bool) error {
+	if reason == "" {
+		reason = "initial"
+	}
+	if apply {
+		b := change.Batch{Catalog: l.cat.Name, From: l.own, To: to, FullRefresh: true}
+		if err := l.applyBatch(ctx, b); err != nil {
+			return err
+		}
+		// Counted only when this member refreshed its FE: a follower of a
+		// cluster-scope dialect merely adopts the master's cursor.
+		l.a.m.fullRefreshes.WithLabelValues(l.cat.Name, reason).Inc()
+		l.mu.Lock()
+		l.st.fullRefreshes++
+		l.mu.Unlock()
+	}
+	l.log.Info("full refresh", zap.String("reason", reason), zap.Int64("cursor", to), zap.Bool("applied", apply))
+	l.refreshReason = ""
+	return nil
+}
+
+// applyBatch sends one batch to the FE, timing it and counting statements.
+func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
+	kind := "changes"
+	if b.FullRefresh {
+		kind = "full_refresh"
+	}
+	n := 1
+	if l.a.cfg.Applier.Dialect() == "doris" {
+		n = len(applier.DorisStatements(b.Catalog, b))
+	}
+	start := time.Now()
+	err := l.a.cfg.Applier.Apply(ctx, b)
+	l.a.m.applySeconds.WithLabelValues(l.cat.Name, kind).Observe(time.Since(start).Seconds())
+	if err != nil {
+		l.a.m.feStatements.WithLabelValues(l.cat.Name, classLabel(err)).Inc()
+		return &applyError{from: b.From, to: b.To, full: b.FullRefresh, err: err}
+	}
+	if n > 0 {
+		l.a.m.feStatements.WithLabelValues(l.cat.Name, "ok").Add(float64(n))
+	}
+	l.mu.Lock()
+	l.st.lastAppliedAt = time.Now()
+	l.st.authFailing = false
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *catalogLoop) callTimeout() time.Duration {
+	if l.cat.CallTimeout > 0 {
+		return l.cat.CallTimeout
+	}
+	return 30 * time.Second
+}

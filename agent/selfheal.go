@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/applier"
+)
+
+// poisonError is an event that cannot be decoded: retrying cannot help.
+type poisonError struct {
+	eventID   int64
+	eventType string
+	err       error
+}
+
+func (e *poisonError) Error() string {
+	return fmt.Sprintf("event %d (%s) cannot be decoded: %v", e.eventID, e.eventType, e.err)
+}
+func (e *poisonError) Unwrap() error { return e.err }
+
+// applyError is a batch the FE did not apply.
+type applyError struct {
+	from, to int64
+	full     bool
+	err      error
+}
+
+func (e *applyError) Error() string {
+	if e.full {
+		return fmt.Sprintf("full refresh as of event %d: %v", e.to, e.err)
+	}
+	return fmt.Sprintf("apply events (%d, %d]: %v", e.from, e.to, e.err)
+}
+func (e *applyError) Unwrap() error { return e.err }
+
+// failureClass sorts a step's failure into SPEC §2's three kinds (plus the loss of
+// the master role, which is no failure at all).
+type failureClass int
+
+const (
+	classTransient failureClass = iota
+	classDeterministic
+	classAuth
+	classRoleLost
+)
+
+func classify(err error) failureClass {
+	if errors.Is(err, errLostLeadership) {
+		return classRoleLost
+	}
+	var pe *poisonError
+	if errors.As(err, &pe) {
+		return classDeterministic
+	}
+	var ae *applier.Error
+	if errors.As(err, &ae) {
+		switch ae.Class {
+		case applier.Deterministic:
+			return classDeterministic
+		case applier.Auth:
+			return classAuth
+		}
+	}
+	return classTransient
+}
+
+func classLabel(err error) string {
+	switch classify(err) {
+	case classDeterministic:
+		return "deterministic"
+	case classAuth:
+		return "auth"
+	default:
+		return "transient"
+	}
+}
+
+// failed handles a step's failure and returns how long to wait before the next
+// step. Deterministic failures self-heal (cursor -1: the next step full-refreshes
+// and so jumps past the poison); transient ones back off exponentially with
+// jitter; authentication failures retry slowly and loudly and never reset.
+func (l *catalogLoop) failed(err error, bo *backoff.ExponentialBackOff) time.Duration {
+	switch classify(err) {
+	case classRoleLost:
+		l.log.Info("master role ended during a step; continuing as follower", zap.Error(err))
+		// The elector ends the term asynchronously; the wait returns as soon
+		// as the role changes, and keeps a refused commit from spinning.
+		return 100 * time.Millisecond
+	case classDeterministic:
+		l.recordErr(err, false)
+		fields := []zap.Field{zap.Error(err), zap.Int64("cursor", l.own)}
+		reason := "apply"
+		var pe *poisonError
+		if errors.As(err, &pe) {
+			reason = "decode"
+			fields = append(fields, zap.Int64("event_id", pe.eventID), zap.String("event_type", pe.eventType))
+		}
+		var ae *applyError
+		if errors.As(err, &ae) {
+			fields = append(fields, zap.Int64("from_event_id", ae.from), zap.Int64("to_event_id", ae.to))
+			if ae.full {
+				// A full refresh that fails deterministically cannot heal
+				// itself by another full refresh at once: back off.
+				l.log.Error("FE rejected the full refresh; retrying with backoff", fields...)
+				l.a.m.retries.WithLabelValues(l.cat.Name, "deterministic").Inc()
+				return bo.NextBackOff()
+			}
+		}
+		l.a.m.selfHeals.WithLabelValues(l.cat.Name, reason).Inc()
+		l.mu.Lock()
+		l.st.selfHeal++
+		l.mu.Unlock()
+		l.log.Error("deterministic failure: self-healing with a full refresh (cursor -1)", fields...)
+		l.resetOwn("self_heal")
+		return 0
+	case classAuth:
+		l.recordErr(err, true)
+		l.a.m.feAuthFailures.Inc()
+		l.a.m.retries.WithLabelValues(l.cat.Name, "auth").Inc()
+		wait := jitter(l.a.retry.AuthInterval)
+		l.log.Error("FE refused hmssync's credentials: fix fe.user / the FE password (fe.password_file or HMSSYNC_FE_PASSWORD); the cursor is kept",
+			zap.Error(err), zap.Duration("retry_in", wait))
+		return wait
+	default:
+		l.recordErr(err, false)
+		l.a.m.retries.WithLabelValues(l.cat.Name, "transient").Inc()
+		wait := bo.NextBackOff()
+		l.log.Warn("transient failure; retrying in place", zap.Error(err), zap.Int64("cursor", l.own), zap.Duration("retry_in", wait))
+		return wait
+	}
+}
+
+func (l *catalogLoop) recordErr(err error, auth bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.st.lastErr = err.Error()
+	l.st.lastErrAt = time.Now()
+	l.st.failing = true
+	if auth {
+		l.st.authFailing = true
+	}
+}
+
+// clearErr marks the loop as no longer failing after a successful step; the last
+// error stays in /status for the operator. The auth flag is cleared only by a
+// successful apply (applyBatch), since a step that applied nothing proves nothing
+// about the credentials.
+func (l *catalogLoop) clearErr() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.st.failing = false
+}

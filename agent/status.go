@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Status is the member's view of itself, served as JSON on /status. It never
+// contains a secret.
+type Status struct {
+	Cluster  string          `json:"cluster"`
+	Member   string          `json:"member"`
+	Version  string          `json:"version,omitempty"`
+	Role     string          `json:"role"`
+	Leader   string          `json:"leader,omitempty"`
+	Paused   bool            `json:"paused"`
+	Ready    bool            `json:"ready"`
+	NotReady []string        `json:"not_ready,omitempty"`
+	FE       FEStatus        `json:"fe"`
+	Catalogs []CatalogStatus `json:"catalogs"`
+	Time     time.Time       `json:"time"`
+}
+
+// FEStatus describes the member's FE.
+type FEStatus struct {
+	URL       string     `json:"url,omitempty"`
+	Dialect   string     `json:"dialect"`
+	Scope     string     `json:"scope"`
+	Healthy   bool       `json:"healthy"`
+	Error     string     `json:"error,omitempty"`
+	CheckedAt *time.Time `json:"checked_at,omitempty"`
+}
+
+// CatalogStatus describes one catalog's synchronisation.
+type CatalogStatus struct {
+	Name string `json:"name"`
+	// Cursor is the last event id applied to this member's FE (-1 unknown).
+	Cursor int64 `json:"cursor"`
+	// MasterCursor is the committed master cursor (-1 unknown).
+	MasterCursor int64 `json:"master_cursor"`
+	// HMSCurrent is the metastore's current event id as last read (-1 never).
+	HMSCurrent    int64      `json:"hms_current_event_id"`
+	LagEvents     int64      `json:"lag_events"`
+	LagSeconds    float64    `json:"lag_seconds"`
+	FullRefreshes int        `json:"full_refreshes"`
+	SelfHeals     int        `json:"self_heals"`
+	Failing       bool       `json:"failing"`
+	AuthFailing   bool       `json:"auth_failing,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+	LastErrorAt   *time.Time `json:"last_error_at,omitempty"`
+	LastAppliedAt *time.Time `json:"last_applied_at,omitempty"`
+}
+
+// Status reports the member's current state.
+func (a *Agent) Status() Status {
+	now := time.Now()
+	_, master := a.cfg.Elector.Current()
+	s := Status{
+		Cluster: a.cfg.Cluster, Member: a.cfg.Member, Version: a.cfg.Version,
+		Role: "follower", Leader: a.cfg.Elector.Leader(), Paused: a.pause.isPaused(), Time: now,
+	}
+	if master {
+		s.Role = "master"
+	}
+	fc := a.health.State()
+	err, checked, at := fc.Err, fc.Checked, fc.At
+	s.FE = FEStatus{URL: redactURL(a.cfg.FEURL), Dialect: a.cfg.Applier.Dialect(), Scope: string(a.scope), Healthy: checked && err == nil}
+	if err != nil {
+		s.FE.Error = err.Error()
+	}
+	if checked {
+		s.FE.CheckedAt = &at
+	}
+	for _, l := range a.loops {
+		l.mu.Lock()
+		st := l.st
+		l.mu.Unlock()
+		cs := CatalogStatus{
+			Name: l.cat.Name, Cursor: st.own, MasterCursor: st.master, HMSCurrent: st.hmsCurrent,
+			LagEvents: st.lagEvents, FullRefreshes: st.fullRefreshes, SelfHeals: st.selfHeal,
+			Failing: st.failing, AuthFailing: st.authFailing, LastError: st.lastErr,
+		}
+		if st.lagEvents > 0 {
+			cs.LagSeconds = now.Sub(st.caughtUpAt).Seconds()
+		}
+		if !st.lastErrAt.IsZero() {
+			t := st.lastErrAt
+			cs.LastErrorAt = &t
+		}
+		if !st.lastAppliedAt.IsZero() {
+			t := st.lastAppliedAt
+			cs.LastAppliedAt = &t
+		}
+		s.Catalogs = append(s.Catalogs, cs)
+	}
+	s.NotReady = a.notReady()
+	s.Ready = len(s.NotReady) == 0
+	return s
+}
+
+// notReady lists why the member is not ready (SPEC §7: cursor known, etcd watch
+// fresh, FE reachable and authenticated); empty means ready.
+func (a *Agent) notReady() []string {
+	var why []string
+	if !a.running.Load() {
+		why = append(why, "not running")
+	}
+	fc := a.health.State()
+	err, checked := fc.Err, fc.Checked
+	switch {
+	case !checked:
+		why = append(why, "FE not checked yet")
+	case err != nil:
+		why = append(why, "FE check failed: "+err.Error())
+	}
+	if !a.pause.healthy() {
+		why = append(why, "pause key watch not established")
+	}
+	for _, l := range a.loops {
+		l.mu.Lock()
+		own, auth := l.st.own, l.st.authFailing
+		l.mu.Unlock()
+		if own < 0 {
+			why = append(why, fmt.Sprintf("catalog %s: cursor unknown", l.cat.Name))
+		}
+		if auth {
+			why = append(why, fmt.Sprintf("catalog %s: FE refused hmssync's credentials", l.cat.Name))
+		}
+		if !l.watch.healthy() {
+			why = append(why, fmt.Sprintf("catalog %s: master cursor watch not established", l.cat.Name))
+		}
+	}
+	return why
+}
+
+// stuck lists the loops whose current step has outlived every deadline: /livez
+// fails on them so that the orchestrator restarts the process.
+func (a *Agent) stuck() []string {
+	now := time.Now()
+	var why []string
+	for _, l := range a.loops {
+		if d := l.stuckFor(now); d > a.stuckAfter {
+			why = append(why, fmt.Sprintf("catalog %s: one step running for %s", l.cat.Name, d.Round(time.Second)))
+		}
+	}
+	return why
+}
+
+// redactURL drops any user information from u so that /status never shows a
+// password, even a misconfigured one.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	p.User = nil
+	return p.String()
+}

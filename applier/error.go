@@ -1,0 +1,73 @@
+package applier
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Class says what the caller should do about a failed Apply or Check.
+type Class int
+
+const (
+	// Transient failures (FE unreachable, timeouts, 5xx, internal errors) are
+	// retried in place with backoff; the cursor does not move.
+	Transient Class = iota
+	// Deterministic failures (the FE rejected a statement or batch for a reason
+	// that retrying will not change) make the caller self-heal: cursor := -1,
+	// so the next cycle full-refreshes past the poison event.
+	Deterministic
+	// Auth covers authentication and configuration failures (bad password, a
+	// missing privilege, a catalog the FE does not have, a URL that is not a
+	// Doris FE). They are reported loudly and retried slowly, and never reset
+	// the cursor: a full refresh would fail the same way.
+	Auth
+)
+
+// String returns the class's lower-case name, as used in logs and metrics.
+func (c Class) String() string {
+	switch c {
+	case Transient:
+		return "transient"
+	case Deterministic:
+		return "deterministic"
+	case Auth:
+		return "auth"
+	}
+	return fmt.Sprintf("class(%d)", int(c))
+}
+
+// Error is the error every applier returns from Apply and Check.
+type Error struct {
+	Class   Class
+	Dialect string
+	// FE is the frontend's URL ("" for the log dialect).
+	FE string
+	// Statement is the SQL statement (doris) or request (native) that failed, ""
+	// when the failure came before anything was sent.
+	Statement string
+	Err       error
+}
+
+func (e *Error) Error() string {
+	where := e.Dialect
+	if e.FE != "" {
+		where += " FE " + e.FE
+	}
+	if e.Statement != "" {
+		return fmt.Sprintf("%s: %s: %v (%s)", where, e.Statement, e.Err, e.Class)
+	}
+	return fmt.Sprintf("%s: %v (%s)", where, e.Err, e.Class)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ClassOf returns the class of the first *Error in err's chain. Errors that carry
+// no class (a cancelled context, say) are Transient: retrying is always safe,
+// resetting the cursor is not.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return Transient
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// sidecarConfig is the sidecar's configuration: the YAML file's schema (SPEC §6),
+// also reachable through HMSSYNC_… environment variables and a few flags. Secrets
+// are deliberately not fields: they come from files or the environment only and
+// live in secrets, which is never printed.
+type sidecarConfig struct {
+	Cluster         string          `yaml:"cluster"`
+	Member          string          `yaml:"member"`
+	Etcd            etcdConfig      `yaml:"etcd"`
+	FE              feConfig        `yaml:"fe"`
+	Catalogs        []catalogConfig `yaml:"catalogs"`
+	HTTP            httpConfig      `yaml:"http"`
+	Log             logConfig       `yaml:"log"`
+	Retry           retryConfig     `yaml:"retry"`
+	ShutdownTimeout time.Duration   `yaml:"shutdown_timeout"`
+}
+
+type etcdConfig struct {
+	Endpoints      []string      `yaml:"endpoints"`
+	Prefix         string        `yaml:"prefix"`
+	LeaseTTL       time.Duration `yaml:"lease_ttl"`
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	DialTimeout    time.Duration `yaml:"dial_timeout"`
+	Username       string        `yaml:"username"`
+	PasswordFile   string        `yaml:"password_file"`
+	TLS            tlsConfig     `yaml:"tls"`
+	EmbeddedDir    string        `yaml:"embedded_dir"`
+	EmbeddedListen string        `yaml:"embedded_listen"`
+}
+
+type tlsConfig struct {
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+type feConfig struct {
+	URL            string        `yaml:"url"`
+	Dialect        string        `yaml:"dialect"`
+	User           string        `yaml:"user"`
+	PasswordFile   string        `yaml:"password_file"`
+	Timeout        time.Duration `yaml:"timeout"`
+	Scope          string        `yaml:"scope"`
+	HealthInterval time.Duration `yaml:"health_interval"`
+	UnhealthyGrace time.Duration `yaml:"unhealthy_grace"`
+}
+
+type catalogConfig struct {
+	Name           string        `yaml:"name"`
+	HMSURIs        []string      `yaml:"hms_uris"`
+	HMSCatalog     string        `yaml:"hms_catalog"`
+	HMSTimeout     time.Duration `yaml:"hms_timeout"`
+	HMSFramed      bool          `yaml:"hms_framed"`
+	HMSUser        string        `yaml:"hms_user"`
+	BatchSize      int           `yaml:"batch_size"`
+	PollInterval   time.Duration `yaml:"poll_interval"`
+	SkipEventTypes []string      `yaml:"skip_event_types"`
+	Include        []string      `yaml:"include"`
+	Exclude        []string      `yaml:"exclude"`
+}
+
+type httpConfig struct {
+	Listen string `yaml:"listen"`
+}
+
+type logConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+type retryConfig struct {
+	Initial      time.Duration `yaml:"initial"`
+	Max          time.Duration `yaml:"max"`
+	AuthInterval time.Duration `yaml:"auth_interval"`
+}
+
+// secrets are the passwords, read from files or the environment. They are never
+// logged, printed or shown in /status.
+type secrets struct {
+	FEPassword   string
+	EtcdPassword string
+}
+
+// defaultConfig is the configuration before the file, the environment and the
+// flags are applied.
+func defaultConfig() sidecarConfig {
+	return sidecarConfig{
+		Cluster: "default",
+		Etcd: etcdConfig{
+			Endpoints:      []string{"http://127.0.0.1:2379"},
+			Prefix:         "/hmssync",
+			LeaseTTL:       10 * time.Second,
+			RequestTimeout: 3 * time.Second,
+			DialTimeout:    5 * time.Second,
+			EmbeddedListen: "127.0.0.1:2379",
+		},
+		FE: feConfig{
+			URL:            "http://127.0.0.1:8030",
+			Dialect:        "doris",
+			User:           "root",
+			Timeout:        30 * time.Second,
+			Scope:          "auto",
+			HealthInterval: 5 * time.Second,
+			UnhealthyGrace: 30 * time.Second,
+		},
+		HTTP:            httpConfig{Listen: ":9108"},
+		Log:             logConfig{Level: "info"},
+		Retry:           retryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second, AuthInterval: 30 * time.Second},
+		ShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// defaultCatalog fills the unset keys of one catalog.
+func defaultCatalog(c *catalogConfig) {
+	if len(c.HMSURIs) == 0 {
+		c.HMSURIs = []string{"thrift://127.0.0.1:9083"}
+	}
+	if c.HMSCatalog == "" {
+		c.HMSCatalog = "hive"
+	}
+	if c.HMSTimeout == 0 {
+		c.HMSTimeout = 30 * time.Second
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 1000
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+}
+
+// defaultMember is the member name when none is configured: the pod's name in
+// Kubernetes, else the host's name.
+func defaultMember() string {
+	if p := os.Getenv("POD_NAME"); p != "" {
+		return p
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// configSources are the inputs of one configuration, lowest precedence first: the
+// defaults, the file, the environment, the flags.
+type configSources struct {
+	File   string
+	Getenv func(string) string
+	// Flags maps configuration keys to the text of the flags that were set.
+	Flags map[string]string
+	// HMSURIs, when set (--hms-uris), replaces the first catalog's hms_uris.
+	HMSURIs []string
+}
+
+// loadConfig builds and validates the configuration and reads the secrets.
+func loadConfig(src configSources) (sidecarConfig, secrets, error) {
+	cfg := defaultConfig()
+	if src.Getenv == nil {
+		src.Getenv = os.Getenv
+	}
+	if src.File != "" {
+		if err := loadConfigFile(&cfg, src.File); err != nil {
+			return cfg, secrets{}, err
+		}
+	}
+	if err := applyEnv(&cfg, src.Getenv); err != nil {
+		return cfg, secrets{}, err
+	}
+	for key, val := range src.Flags {
+		if err := setKey(&cfg, key, val); err != nil {
+			return cfg, secrets{}, fmt.Errorf("flag for %s: %w", key, err)
+		}
+	}
+	if cfg.Member == "" {
+		cfg.Member = defaultMember()
+	}
+	if len(cfg.Catalogs) == 0 {
+		cfg.Catalogs = []catalogConfig{{Name: "hive"}}
+	}
+	if len(src.HMSURIs) > 0 {
+		cfg.Catalogs[0].HMSURIs = src.HMSURIs
+	}
+	for i := range cfg.Catalogs {
+		defaultCatalog(&cfg.Catalogs[i])
+	}
+	if err := cfg.validate(); err != nil {
+		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
+	}
+	sec, err := readSecrets(&cfg, src.Getenv)
+	if err != nil {
+		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
+	}
+	return cfg, sec, nil
+}
+
+// indent puts each line of a joined error on its own indented line.
+func indent(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}

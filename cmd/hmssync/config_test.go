@@ -1,0 +1,214 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sidecar.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
+	cfg, _, err := loadConfig(configSources{File: "../../examples/sidecar.yaml", Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m1"})})
+	if err != nil {
+		t.Fatalf("examples/sidecar.yaml: %v", err)
+	}
+	if cfg.Cluster != "doris-prod" || cfg.Catalogs[0].Name != "hive" {
+		t.Errorf("example not read: cluster %q catalogs %+v", cfg.Cluster, cfg.Catalogs)
+	}
+	data, err := os.ReadFile("../../examples/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every leaf key and every catalog key appears, as a key, in the example.
+	var keys []string
+	for _, k := range leafKeys() {
+		parts := strings.Split(k, ".")
+		keys = append(keys, parts[len(parts)-1])
+	}
+	ct := reflect.TypeOf(catalogConfig{})
+	for i := 0; i < ct.NumField(); i++ {
+		keys = append(keys, ct.Field(i).Tag.Get("yaml"))
+	}
+	for _, k := range keys {
+		if !regexp.MustCompile(`(?m)^[ -]*` + regexp.QuoteMeta(k) + `:`).Match(data) {
+			t.Errorf("examples/sidecar.yaml does not document key %q", k)
+		}
+	}
+}
+
+func TestPrecedenceFlagEnvFileDefault(t *testing.T) {
+	file := writeFile(t, `
+cluster: from-file
+member: file-member
+etcd:
+  lease_ttl: 12s
+fe:
+  url: http://file:8030
+  timeout: 7s
+catalogs:
+  - name: c1
+    hms_uris: [thrift://hms1:9083]
+    poll_interval: 250ms
+`)
+	env := envOf(map[string]string{
+		"HMSSYNC_MEMBER":             "env-member",
+		"HMSSYNC_FE_URL":             "http://env:8030",
+		"HMSSYNC_ETCD_ENDPOINTS":     "http://e1:2379, http://e2:2379",
+		"HMSSYNC_FE_PASSWORD":        "s3cret",
+		"HMSSYNC_ETCD_LEASE_TTL":     "",
+		"HMSSYNC_HTTP_LISTEN":        "127.0.0.1:9999",
+		"HMSSYNC_RETRY_MAX":          "5s",
+		"HMSSYNC_FE_HEALTH_INTERVAL": "2s",
+	})
+	cfg, sec, err := loadConfig(configSources{File: file, Getenv: env, Flags: map[string]string{"fe.url": "http://flag:8030"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"cluster (file over default)", cfg.Cluster, "from-file"},
+		{"member (env over file)", cfg.Member, "env-member"},
+		{"fe.url (flag over env over file)", cfg.FE.URL, "http://flag:8030"},
+		{"etcd.endpoints (env list)", cfg.Etcd.Endpoints, []string{"http://e1:2379", "http://e2:2379"}},
+		{"etcd.lease_ttl (file; empty env ignored)", cfg.Etcd.LeaseTTL, 12 * time.Second},
+		{"etcd.request_timeout (default)", cfg.Etcd.RequestTimeout, 3 * time.Second},
+		{"fe.timeout (file)", cfg.FE.Timeout, 7 * time.Second},
+		{"http.listen (env)", cfg.HTTP.Listen, "127.0.0.1:9999"},
+		{"retry.max (env)", cfg.Retry.Max, 5 * time.Second},
+		{"catalog poll_interval (file)", cfg.Catalogs[0].PollInterval, 250 * time.Millisecond},
+		{"catalog batch_size (default)", cfg.Catalogs[0].BatchSize, 1000},
+		{"catalog hms_catalog (default)", cfg.Catalogs[0].HMSCatalog, "hive"},
+		{"fe password (env)", sec.FEPassword, "s3cret"},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.what, c.got, c.want)
+		}
+	}
+}
+
+func TestMemberDefaultsToPodName(t *testing.T) {
+	t.Setenv("POD_NAME", "doris-fe-2")
+	cfg, _, err := loadConfig(configSources{Getenv: envOf(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Member != "doris-fe-2" {
+		t.Errorf("member = %q, want the pod name doris-fe-2", cfg.Member)
+	}
+}
+
+func TestPasswordFileWinsAndIsTrimmed(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, sec, err := loadConfig(configSources{
+		Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m", "HMSSYNC_FE_PASSWORD_FILE": pw, "HMSSYNC_FE_PASSWORD": "from-env"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sec.FEPassword != "from-file" {
+		t.Errorf("FE password = %q, want the file's content without its newline", sec.FEPassword)
+	}
+}
+
+// Each bad value stops start-up with a message naming the key, the value and what
+// is allowed.
+func TestInvalidValuesAreNamed(t *testing.T) {
+	cases := []struct {
+		name, file string
+		env        map[string]string
+		want       []string // substrings of the error
+	}{
+		{"lease not whole seconds", "etcd: {lease_ttl: 2500ms}", nil, []string{"etcd.lease_ttl", "2.5s", "whole number of seconds"}},
+		{"request timeout vs lease", "etcd: {lease_ttl: 6s, request_timeout: 2s}", nil, []string{"etcd.request_timeout", "2s", "etcd.lease_ttl / 3 (= 2s)"}},
+		{"dialect", "fe: {dialect: mysql}", nil, []string{"fe.dialect", `"mysql"`, "doris, native or log"}},
+		{"scope", "fe: {scope: everyone}", nil, []string{"fe.scope", `"everyone"`, "auto"}},
+		{"unknown key", "fe: {passwd: x}", nil, []string{"fe.passwd", "unknown key", "password_file"}},
+		{"batch size text", "catalogs: [{name: a}, {name: b, batch_size: lots}]", nil, []string{"catalogs[1].batch_size", `"lots"`, "whole number"}},
+		{"batch size range", "catalogs: [{name: a, batch_size: 0}]", nil, []string{}}, // 0 means default: valid
+		{"batch size negative", "catalogs: [{name: a, batch_size: -5}]", nil, []string{"catalogs[0].batch_size", "-5", "1 to 100000"}},
+		{"duplicate catalog", "catalogs: [{name: a}, {name: a}]", nil, []string{"catalogs[1].name", `"a"`, "catalogs[0] has it too"}},
+		{"hms uri", "catalogs: [{name: a, hms_uris: ['http://hms:9083']}]", nil, []string{"catalogs[0].hms_uris[0]", "http://hms:9083", "thrift://host:port"}},
+		{"regex", "catalogs: [{name: a, include: ['sales\\.(']}]", nil, []string{"catalogs[0].include[0]", "regular expression"}},
+		{"poll interval", "catalogs: [{name: a, poll_interval: 1ms}]", nil, []string{"catalogs[0].poll_interval", "1ms", "10ms to 1h"}},
+		{"env duration", "", map[string]string{"HMSSYNC_FE_TIMEOUT": "soon"}, []string{"HMSSYNC_FE_TIMEOUT", "fe.timeout", `"soon"`, "duration"}},
+		{"listen", "http: {listen: 9108}", nil, []string{"http.listen", `"9108"`, "host:port"}},
+		{"log level", "log: {level: loud}", nil, []string{"log.level", `"loud"`, "debug, info, warn or error"}},
+		{"etcd user without password", "etcd: {username: hms}", nil, []string{"etcd.username", "HMSSYNC_ETCD_PASSWORD"}},
+		{"missing password file", "fe: {password_file: /nonexistent/pw}", nil, []string{"fe.password_file", "/nonexistent/pw", "readable file"}},
+		{"tls with http endpoint", "etcd: {tls: {ca_file: ../../go.mod}}", nil, []string{"etcd.endpoints[0]", "https://"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{"HMSSYNC_MEMBER": "m"}
+			for k, v := range c.env {
+				env[k] = v
+			}
+			_, _, err := loadConfig(configSources{File: writeFile(t, c.file), Getenv: envOf(env)})
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error mentioning %q, got none", c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// A password put in the FE URL is refused, and the refusal does not repeat it.
+func TestSecretInURLIsRefusedWithoutEcho(t *testing.T) {
+	_, _, err := loadConfig(configSources{Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m", "HMSSYNC_FE_URL": "http://root:hunter2@fe:8030"})})
+	if err == nil || !strings.Contains(err.Error(), "fe.url") {
+		t.Fatalf("want an fe.url error, got %v", err)
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error shows the password: %v", err)
+	}
+}
+
+func TestCheckConfigPrintsNoSecret(t *testing.T) {
+	t.Setenv("HMSSYNC_FE_PASSWORD", "hunter2")
+	t.Setenv("HMSSYNC_MEMBER", "m")
+	var out strings.Builder
+	app := newApp()
+	app.Writer = &out
+	if err := app.Run([]string{"hmssync", "run", "--check-config", "--fe-dialect", "native", "--cluster", "c9"}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if strings.Contains(s, "hunter2") {
+		t.Errorf("--check-config shows the password:\n%s", s)
+	}
+	for _, want := range []string{"cluster: c9", "dialect: native", "member: m"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("--check-config output lacks %q:\n%s", want, s)
+		}
+	}
+}

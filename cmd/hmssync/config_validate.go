@@ -1,0 +1,249 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	nameRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	eventTypeRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+)
+
+// validate checks every value and the timing invariants, and reports all problems
+// at once, each naming the key, the bad value and what is allowed.
+func (c *sidecarConfig) validate() error {
+	var errs []error
+	bad := func(key string, val any, want string) {
+		errs = append(errs, fmt.Errorf("%s = %s: %s", key, show(val), want))
+	}
+
+	if !nameRe.MatchString(c.Cluster) || len(c.Cluster) > 128 {
+		bad("cluster", c.Cluster, "want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	if c.Member == "" {
+		bad("member", c.Member, "want a member name; it defaults to $POD_NAME, else the hostname, and neither is available")
+	} else if !nameRe.MatchString(c.Member) || len(c.Member) > 128 {
+		bad("member", c.Member, "want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+
+	// etcd
+	e := c.Etcd
+	if e.EmbeddedDir == "" {
+		if len(e.Endpoints) == 0 {
+			bad("etcd.endpoints", e.Endpoints, "want at least one URL such as http://10.0.0.1:2379, or set etcd.embedded_dir")
+		}
+		tlsSet := e.TLS.CAFile != "" || e.TLS.CertFile != ""
+		for i, ep := range e.Endpoints {
+			u, err := url.Parse(ep)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" || u.User != nil {
+				bad(fmt.Sprintf("etcd.endpoints[%d]", i), ep, "want http://host:port or https://host:port, without user information")
+				continue
+			}
+			if tlsSet && u.Scheme != "https" {
+				bad(fmt.Sprintf("etcd.endpoints[%d]", i), ep, "etcd.tls is set: want an https:// endpoint")
+			}
+		}
+	} else if _, _, err := net.SplitHostPort(e.EmbeddedListen); err != nil {
+		bad("etcd.embedded_listen", e.EmbeddedListen, "want host:port, e.g. 127.0.0.1:2379")
+	}
+	if !strings.HasPrefix(e.Prefix, "/") || strings.HasSuffix(e.Prefix, "/") || strings.Contains(e.Prefix, "//") {
+		bad("etcd.prefix", e.Prefix, "want a key prefix starting with '/' and not ending with '/', e.g. /hmssync")
+	}
+	if e.LeaseTTL < 2*time.Second || e.LeaseTTL > 5*time.Minute || e.LeaseTTL%time.Second != 0 {
+		bad("etcd.lease_ttl", e.LeaseTTL, "want a whole number of seconds from 2s to 5m (etcd leases count seconds)")
+	}
+	if e.RequestTimeout <= 0 {
+		bad("etcd.request_timeout", e.RequestTimeout, "want a positive duration")
+	} else if e.LeaseTTL > 0 && e.RequestTimeout >= e.LeaseTTL/3 {
+		bad("etcd.request_timeout", e.RequestTimeout, fmt.Sprintf("want less than etcd.lease_ttl / 3 (= %s), so that a master notices a lost lease before it expires", e.LeaseTTL/3))
+	}
+	if e.DialTimeout <= 0 || e.DialTimeout > time.Minute {
+		bad("etcd.dial_timeout", e.DialTimeout, "want a duration from 1ms to 1m")
+	}
+	if (e.TLS.CertFile == "") != (e.TLS.KeyFile == "") {
+		bad("etcd.tls", fmt.Sprintf("cert_file=%q key_file=%q", e.TLS.CertFile, e.TLS.KeyFile), "want both cert_file and key_file, or neither")
+	}
+	for key, f := range map[string]string{"etcd.tls.ca_file": e.TLS.CAFile, "etcd.tls.cert_file": e.TLS.CertFile, "etcd.tls.key_file": e.TLS.KeyFile, "etcd.password_file": e.PasswordFile, "fe.password_file": c.FE.PasswordFile} {
+		if f != "" {
+			if err := readable(f); err != nil {
+				bad(key, f, "want a readable file: "+err.Error())
+			}
+		}
+	}
+
+	// FE
+	f := c.FE
+	if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("fe.url", f.URL, "want http://host:port or https://host:port")
+	} else if u.User != nil {
+		bad("fe.url", redactedURL(u), "want no user information in the URL: use fe.user and fe.password_file or HMSSYNC_FE_PASSWORD")
+	} else if u.RawQuery != "" || (u.Path != "" && u.Path != "/") {
+		bad("fe.url", f.URL, "want the FE's base URL without a path or query, e.g. http://127.0.0.1:8030")
+	}
+	switch f.Dialect {
+	case "doris", "native", "log":
+	default:
+		bad("fe.dialect", f.Dialect, "want doris, native or log")
+	}
+	if f.Dialect == "doris" && f.User == "" {
+		bad("fe.user", f.User, "want the Doris user hmssync logs in as (it needs SHOW on the catalogs)")
+	}
+	if f.Timeout <= 0 || f.Timeout > 10*time.Minute {
+		bad("fe.timeout", f.Timeout, "want a duration from 1ms to 10m")
+	}
+	switch f.Scope {
+	case "auto", "cluster", "local":
+	default:
+		bad("fe.scope", f.Scope, "want auto (the dialect's own), cluster (only the master applies) or local (every sidecar applies)")
+	}
+	if f.HealthInterval <= 0 || f.HealthInterval > 10*time.Minute {
+		bad("fe.health_interval", f.HealthInterval, "want a duration from 1ms to 10m")
+	}
+	if f.UnhealthyGrace < f.HealthInterval {
+		bad("fe.unhealthy_grace", f.UnhealthyGrace, fmt.Sprintf("want at least fe.health_interval (%s): a master resigns only after its FE failed for this long", f.HealthInterval))
+	}
+
+	// catalogs
+	if len(c.Catalogs) == 0 {
+		bad("catalogs", "[]", "want at least one catalog")
+	}
+	names := map[string]int{}
+	for i, cat := range c.Catalogs {
+		k := func(s string) string { return fmt.Sprintf("catalogs[%d].%s", i, s) }
+		if !nameRe.MatchString(cat.Name) || len(cat.Name) > 128 {
+			bad(k("name"), cat.Name, "want the FE catalog's name: 1-128 letters, digits, '.', '_' or '-'")
+		} else if j, dup := names[cat.Name]; dup {
+			bad(k("name"), cat.Name, fmt.Sprintf("want a unique name; catalogs[%d] has it too", j))
+		}
+		names[cat.Name] = i
+		if len(cat.HMSURIs) == 0 {
+			bad(k("hms_uris"), cat.HMSURIs, "want at least one thrift://host:port")
+		}
+		for j, uri := range cat.HMSURIs {
+			u, err := url.Parse(uri)
+			if err != nil || u.Scheme != "thrift" || u.Hostname() == "" || u.Port() == "" {
+				bad(fmt.Sprintf("catalogs[%d].hms_uris[%d]", i, j), uri, "want thrift://host:port, e.g. thrift://hms:9083")
+			} else if p, _ := strconv.Atoi(u.Port()); p <= 0 || p > 65535 {
+				bad(fmt.Sprintf("catalogs[%d].hms_uris[%d]", i, j), uri, "want a port from 1 to 65535")
+			}
+		}
+		if cat.HMSCatalog == "" {
+			bad(k("hms_catalog"), cat.HMSCatalog, "want the metastore catalog name (Hive's default is hive)")
+		}
+		if cat.HMSTimeout <= 0 || cat.HMSTimeout > 10*time.Minute {
+			bad(k("hms_timeout"), cat.HMSTimeout, "want a duration from 1ms to 10m")
+		}
+		if cat.BatchSize < 1 || cat.BatchSize > 100000 {
+			bad(k("batch_size"), cat.BatchSize, "want 1 to 100000 events")
+		}
+		if cat.PollInterval < 10*time.Millisecond || cat.PollInterval > time.Hour {
+			bad(k("poll_interval"), cat.PollInterval, "want a duration from 10ms to 1h")
+		}
+		for j, t := range cat.SkipEventTypes {
+			if !eventTypeRe.MatchString(t) {
+				bad(fmt.Sprintf("catalogs[%d].skip_event_types[%d]", i, j), t, "want an HMS event type such as OPEN_TXN or ALLOC_WRITE_ID_EVENT (upper case)")
+			}
+		}
+		for j, p := range cat.Include {
+			if _, err := compileFull(p); err != nil {
+				bad(fmt.Sprintf("catalogs[%d].include[%d]", i, j), p, "want a regular expression (RE2 syntax) on db.table: "+err.Error())
+			}
+		}
+		for j, p := range cat.Exclude {
+			if _, err := compileFull(p); err != nil {
+				bad(fmt.Sprintf("catalogs[%d].exclude[%d]", i, j), p, "want a regular expression (RE2 syntax) on db.table: "+err.Error())
+			}
+		}
+	}
+
+	// http, log, retry
+	if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		bad("http.listen", c.HTTP.Listen, "want host:port or :port, e.g. :9108")
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		bad("http.listen", c.HTTP.Listen, "want a port from 0 to 65535")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", c.Log.Level, "want debug, info, warn or error")
+	}
+	switch c.Log.Format {
+	case "", "json", "console":
+	default:
+		bad("log.format", c.Log.Format, `want json, console, or "" (console on a terminal, JSON otherwise)`)
+	}
+	if c.Retry.Initial <= 0 {
+		bad("retry.initial", c.Retry.Initial, "want a positive duration")
+	}
+	if c.Retry.Max < c.Retry.Initial {
+		bad("retry.max", c.Retry.Max, fmt.Sprintf("want at least retry.initial (%s)", c.Retry.Initial))
+	}
+	if c.Retry.AuthInterval <= 0 {
+		bad("retry.auth_interval", c.Retry.AuthInterval, "want a positive duration")
+	}
+	if c.ShutdownTimeout < time.Second || c.ShutdownTimeout > 5*time.Minute {
+		bad("shutdown_timeout", c.ShutdownTimeout, "want a duration from 1s to 5m")
+	}
+	return errors.Join(errs...)
+}
+
+// compileFull compiles a pattern that must match the whole subject.
+func compileFull(p string) (*regexp.Regexp, error) {
+	return regexp.Compile(`^(?:` + p + `)$`)
+}
+
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func show(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case []string:
+		return "[" + strings.Join(x, ", ") + "]"
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func redactedURL(u *url.URL) string {
+	c := *u
+	c.User = url.User("REDACTED")
+	return c.String()
+}
+
+// readSecrets reads the passwords from their files, else from the environment.
+func readSecrets(c *sidecarConfig, getenv func(string) string) (secrets, error) {
+	var s secrets
+	var errs []error
+	read := func(file, env, key string) string {
+		if file != "" {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s = %q: want a readable file: %w", key, file, err))
+				return ""
+			}
+			return strings.TrimRight(string(b), "\r\n")
+		}
+		return getenv(env)
+	}
+	s.FEPassword = read(c.FE.PasswordFile, "HMSSYNC_FE_PASSWORD", "fe.password_file")
+	s.EtcdPassword = read(c.Etcd.PasswordFile, "HMSSYNC_ETCD_PASSWORD", "etcd.password_file")
+	if c.Etcd.Username != "" && s.EtcdPassword == "" && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("etcd.username = %q: want a password in etcd.password_file or HMSSYNC_ETCD_PASSWORD", c.Etcd.Username))
+	}
+	return s, errors.Join(errs...)
+}

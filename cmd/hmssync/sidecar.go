@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/agent"
+	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/election"
+	"github.com/hmssync/hmssync/hms"
+)
+
+// sidecar is one configured agent with the connections it owns. `run` builds one;
+// `demo` builds three from the same code, so the demo exercises the production
+// wiring.
+type sidecar struct {
+	Agent   *agent.Agent
+	Etcd    *clientv3.Client
+	hms     []*hms.Client
+	applier applier.Applier
+}
+
+// newSidecar connects to etcd (checking it answers), builds the applier, the
+// election, the cursor store and one metastore client per catalog.
+func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger, version string) (*sidecar, error) {
+	cli, err := sidecarEtcdClient(ctx, cfg, sec, log)
+	if err != nil {
+		return nil, err
+	}
+	sc := &sidecar{Etcd: cli}
+	ok := false
+	defer func() {
+		if !ok {
+			sc.Close()
+		}
+	}()
+
+	ap, err := applier.New(applier.Config{
+		Dialect: cfg.FE.Dialect, URL: cfg.FE.URL, User: cfg.FE.User, Password: sec.FEPassword,
+		Timeout: cfg.FE.Timeout, Logger: log.Named("applier"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fe: %w", err)
+	}
+	sc.applier = ap
+	health := agent.NewFEHealth(ap, cfg.FE.HealthInterval, cfg.FE.Timeout, log.Named("fe").With(zap.String("member", cfg.Member)))
+
+	clusterPrefix := path.Join(cfg.Etcd.Prefix, cfg.Cluster)
+	el, err := election.New(election.Config{
+		Client: cli, Prefix: clusterPrefix + "/election", Name: cfg.Member,
+		LeaseTTL: cfg.Etcd.LeaseTTL, RequestTimeout: cfg.Etcd.RequestTimeout,
+		CanLead: health.Healthy, GateGrace: cfg.FE.UnhealthyGrace,
+		Logger: log.Named("election").With(zap.String("member", cfg.Member)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("election: %w", err)
+	}
+	store := cursorstore.New(cli, cfg.Etcd.Prefix, cfg.Cluster, cfg.Etcd.RequestTimeout, log.Named("cursorstore"))
+	if err := store.Err(); err != nil {
+		return nil, fmt.Errorf("etcd.prefix %q, cluster %q: %w", cfg.Etcd.Prefix, cfg.Cluster, err)
+	}
+	pub, err := store.NewStatusPublisher(cfg.Member, cfg.Etcd.LeaseTTL, 0)
+	if err != nil {
+		return nil, fmt.Errorf("member %q: %w", cfg.Member, err)
+	}
+
+	var cats []agent.Catalog
+	maxCall := max(cfg.FE.Timeout, cfg.Etcd.RequestTimeout)
+	for _, cc := range cfg.Catalogs {
+		hc, err := hms.NewClient(hms.ClientConfig{URIs: cc.HMSURIs, DialTimeout: min(cc.HMSTimeout, 10*time.Second), CallTimeout: cc.HMSTimeout,
+			Framed: cc.HMSFramed, UGIUser: cc.HMSUser,
+			Logger: log.Named("hms").With(zap.String("catalog", cc.Name))})
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: metastore client: %w", cc.Name, err)
+		}
+		sc.hms = append(sc.hms, hc)
+		cat := agent.Catalog{
+			Name: cc.Name, Source: hc, Decoder: hms.Decoder{Catalog: cc.HMSCatalog},
+			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, SkipEventTypes: cc.SkipEventTypes,
+			CallTimeout: cc.HMSTimeout,
+		}
+		for _, p := range cc.Include {
+			re, _ := compileFull(p) // validated
+			cat.Include = append(cat.Include, re)
+		}
+		for _, p := range cc.Exclude {
+			re, _ := compileFull(p)
+			cat.Exclude = append(cat.Exclude, re)
+		}
+		cats = append(cats, cat)
+		maxCall = max(maxCall, cc.HMSTimeout)
+	}
+	scope := applier.Scope("")
+	if cfg.FE.Scope != "auto" {
+		scope = applier.Scope(cfg.FE.Scope)
+	}
+	a, err := agent.New(agent.Config{
+		Cluster: cfg.Cluster, Member: cfg.Member, Version: version, FEURL: cfg.FE.URL,
+		Applier: ap, Scope: scope, FEHealth: health, Elector: el, Store: store, Status: pub, Catalogs: cats,
+		Retry:      agent.Retry{Initial: cfg.Retry.Initial, Max: cfg.Retry.Max, AuthInterval: cfg.Retry.AuthInterval},
+		StuckAfter: 2*maxCall + 30*time.Second,
+		Logger:     log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sc.Agent = a
+	ok = true
+	return sc, nil
+}
+
+// Close releases the connections.
+func (s *sidecar) Close() {
+	for _, h := range s.hms {
+		_ = h.Close()
+	}
+	if s.Etcd != nil {
+		_ = s.Etcd.Close()
+	}
+}
+
+// sidecarEtcdClient opens the etcd client and checks, with a deadline, that etcd
+// answers: a v3.7 client does not fail on an unreachable endpoint by itself.
+func sidecarEtcdClient(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger) (*clientv3.Client, error) {
+	ec := clientv3.Config{
+		Endpoints:   cfg.Etcd.Endpoints,
+		DialTimeout: cfg.Etcd.DialTimeout,
+		Username:    cfg.Etcd.Username,
+		Password:    sec.EtcdPassword,
+		Logger:      log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)),
+		// Keepalive pings no more often than the server's 5 s minimum.
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: cfg.Etcd.RequestTimeout,
+	}
+	if t := cfg.Etcd.TLS; t.CAFile != "" || t.CertFile != "" {
+		tc, err := transport.TLSInfo{TrustedCAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("etcd.tls: %w", err)
+		}
+		ec.TLS = tc
+	}
+	cli, err := clientv3.New(ec)
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", cfg.Etcd.Endpoints, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.Etcd.DialTimeout)
+	defer cancel()
+	if _, err := cli.Get(pctx, path.Join(cfg.Etcd.Prefix, cfg.Cluster, "pause")); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("etcd at %v does not answer within %s (etcd.endpoints, etcd.dial_timeout): %w", cfg.Etcd.Endpoints, cfg.Etcd.DialTimeout, err)
+	}
+	return cli, nil
+}
