@@ -220,13 +220,13 @@ func TestDorisOneStatementInFlight(t *testing.T) {
 func TestMissingObject(t *testing.T) {
 	cases := map[string]string{
 		"Failed to execute sql: errCode = 2, detailMessage = Table [t] does not exist in database [d].": "table",
-		"errCode = 2, detailMessage = Database [d] does not exist in catalog [c].":                       "database",
-		"errCode = 2, detailMessage = Unknown catalog 'c'":                                               "catalog",
-		"Catalog c doesn't exist":                                                                        "catalog",
-		"Unknown database 'x'":                                                                           "database",
-		"Table my_catalog does not exist":                                                                "table",
-		"something does not exist":                                                                       "object",
-		"Syntax error near catalog":                                                                      "",
+		"errCode = 2, detailMessage = Database [d] does not exist in catalog [c].":                      "database",
+		"errCode = 2, detailMessage = Unknown catalog 'c'":                                              "catalog",
+		"Catalog c doesn't exist":         "catalog",
+		"Unknown database 'x'":            "database",
+		"Table my_catalog does not exist": "table",
+		"something does not exist":        "object",
+		"Syntax error near catalog":       "",
 	}
 	for text, want := range cases {
 		if got := missingObject(text); got != want {

@@ -22,13 +22,21 @@ func ops(ds ...change.Descriptor) change.Batch {
 	return change.Batch{Catalog: "hive", From: 0, To: int64(len(ds)), Changes: ds}
 }
 
-func regDB(db string) change.Descriptor   { return change.Descriptor{Op: change.RegisterDatabase, DB: db} }
-func unregDB(db string) change.Descriptor { return change.Descriptor{Op: change.UnregisterDatabase, DB: db} }
+func regDB(db string) change.Descriptor {
+	return change.Descriptor{Op: change.RegisterDatabase, DB: db}
+}
+func unregDB(db string) change.Descriptor {
+	return change.Descriptor{Op: change.UnregisterDatabase, DB: db}
+}
 func renDB(db, to string) change.Descriptor {
 	return change.Descriptor{Op: change.RenameDatabase, DB: db, DBAfter: to}
 }
-func reg(db, t string) change.Descriptor   { return change.Descriptor{Op: change.RegisterTable, DB: db, Table: t} }
-func unreg(db, t string) change.Descriptor { return change.Descriptor{Op: change.UnregisterTable, DB: db, Table: t} }
+func reg(db, t string) change.Descriptor {
+	return change.Descriptor{Op: change.RegisterTable, DB: db, Table: t}
+}
+func unreg(db, t string) change.Descriptor {
+	return change.Descriptor{Op: change.UnregisterTable, DB: db, Table: t}
+}
 func ren(db, t, db2, t2 string) change.Descriptor {
 	return change.Descriptor{Op: change.RenameTable, DB: db, Table: t, DBAfter: db2, TableAfter: t2}
 }
