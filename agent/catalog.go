@@ -98,7 +98,8 @@ func (l *catalogLoop) run(ctx context.Context) {
 		pauseChanged := l.a.pause.changed()
 		term, master := l.a.cfg.Elector.Current()
 
-		l.stepStart.Store(time.Now().UnixNano())
+		began := time.Now()
+		l.stepStart.Store(began.UnixNano())
 		out, err := l.step(ctx, term, master)
 		l.stepStart.Store(0)
 
@@ -117,7 +118,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 		switch out {
 		case again:
 		case idle:
-			l.waitIdle(ctx, roleChanged, pauseChanged)
+			l.waitIdle(ctx, began.Add(l.cat.PollInterval), roleChanged, pauseChanged)
 		case waitMaster:
 			// Event-driven: no timer, the etcd watch wakes the follower.
 			waitAny(ctx, nil, roleChanged, cursorMoved)
@@ -247,11 +248,15 @@ func (l *catalogLoop) updateLag() {
 	l.a.m.lagSeconds.WithLabelValues(l.cat.Name).Set(now.Sub(l.st.caughtUpAt).Seconds())
 }
 
-// waitIdle waits the poll interval. The master also wakes at once on a role or
-// pause change, or when someone else moved the master cursor (an operator reset);
-// its own commits do not wake it.
-func (l *catalogLoop) waitIdle(ctx context.Context, roleChanged, pauseChanged <-chan struct{}) {
-	timer := time.NewTimer(l.cat.PollInterval)
+// waitIdle waits until the next poll is due: one poll interval after the step
+// that found the master caught up began, so that the metastore is read every
+// poll interval however long that step took to apply what it found (waiting a
+// whole interval after it would add the step's duration to every event's
+// latency). The master also wakes at once on a role or pause change, or when
+// someone else moved the master cursor (an operator reset); its own commits do
+// not wake it.
+func (l *catalogLoop) waitIdle(ctx context.Context, due time.Time, roleChanged, pauseChanged <-chan struct{}) {
+	timer := time.NewTimer(time.Until(due))
 	defer timer.Stop()
 	for {
 		moved := l.watch.changed()
