@@ -63,7 +63,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	if d := target - l.own; d < int64(max) {
 		max = int(d)
 	}
-	f, err := l.fetch(ctx, max)
+	f, err := l.fetch(ctx, l.own, max)
 	if err != nil {
 		return 0, err
 	}

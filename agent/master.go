@@ -67,7 +67,7 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		return idle, nil
 	}
 
-	f, err := l.fetch(ctx, l.cat.BatchSize)
+	f, err := l.fetch(ctx, l.own, l.cat.BatchSize)
 	if err != nil {
 		return 0, err
 	}
@@ -97,7 +97,30 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		return idle, l.commit(ctx, term, cur, false)
 	}
 	last := f.Events[len(f.Events)-1].ID
-	if err := l.applyEvents(ctx, f.Events, last, true); err != nil {
+	var d decoded
+	if err := l.decode(f.Events, &d); err != nil {
+		return 0, err
+	}
+	// Draining a backlog, read on before applying, so that one batch covers
+	// up to drainBatchEvents events: a Doris FE then gets one REFRESH per
+	// table for all of them rather than one per fetch (with a 1000-event
+	// fetch over 50 busy tables, the statements were four fifths of the
+	// drain's time), and etcd one commit. Only the changes are kept between
+	// fetches, not the messages, so memory stays that of one fetch. Anything
+	// unusual in a further fetch (an error, a gap, nothing new) ends the
+	// batch; the next cycle deals with it.
+	for n := len(f.Events); last < cur && n < drainBatchEvents; {
+		more, err := l.fetch(ctx, last, min(l.cat.BatchSize, drainBatchEvents-n))
+		if err != nil || more.Continuity != hms.Contiguous || len(more.Events) == 0 {
+			break
+		}
+		if err := l.decode(more.Events, &d); err != nil {
+			return 0, err
+		}
+		n += len(more.Events)
+		last = more.Events[len(more.Events)-1].ID
+	}
+	if err := l.applyDecoded(ctx, &d, last, true); err != nil {
 		return 0, err
 	}
 	l.setOwn(last)
@@ -110,6 +133,10 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	}
 	return idle, nil
 }
+
+// drainBatchEvents is how many events the master gathers into one batch while
+// draining a backlog, in fetches of at most the batch size.
+const drainBatchEvents = 10000
 
 // syncLastSeen makes sure the compare-and-set base is current: it is read when the
 // term starts, after a failed commit, and when the watch shows someone else moved

@@ -25,14 +25,15 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 	return cur, nil
 }
 
-func (l *catalogLoop) fetch(ctx context.Context, max int) (hms.Fetch, error) {
+// fetch reads up to max events after the id after.
+func (l *catalogLoop) fetch(ctx context.Context, after int64, max int) (hms.Fetch, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
 	defer cancel()
 	start := time.Now()
-	f, err := l.cat.Source.NextEvents(ctx, l.own, max, l.cat.SkipEventTypes)
+	f, err := l.cat.Source.NextEvents(ctx, after, max, l.cat.SkipEventTypes)
 	l.a.m.fetchSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err != nil {
-		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, l.own, err)
+		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
 	}
 	for _, ev := range f.Events {
 		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, ev.Type).Inc()
@@ -45,36 +46,64 @@ func (l *catalogLoop) fetch(ctx context.Context, max int) (hms.Fetch, error) {
 // protocol learns that its cursor moved past skipped events. apply=false only
 // records the events as covered (never used for local scope).
 func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64, apply bool) error {
+	var d decoded
+	if err := l.decode(evs, &d); err != nil {
+		return err
+	}
+	return l.applyDecoded(ctx, &d, to, apply)
+}
+
+// decoded is what events decoded to, ready to be applied as one batch. It holds
+// the changes only, not the messages, so that the master can decode several
+// fetches into one batch without keeping their messages in memory.
+type decoded struct {
+	changes []change.Descriptor
+	// applied and skipped are the types of the events that did and did not
+	// yield a change, for the counters once the batch is applied.
+	applied, skipped []string
+}
+
+// decode decodes and filters evs into d. An event that cannot be decoded is a
+// *poisonError.
+func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
 	start := time.Now()
-	var changes []change.Descriptor
-	counted := make([]bool, len(evs)) // event yielded at least one change
-	for i, ev := range evs {
+	for _, ev := range evs {
 		ds, err := l.cat.Decoder.Decode(ev)
 		if err != nil {
 			l.a.m.eventsFailed.WithLabelValues(l.cat.Name, ev.Type).Inc()
 			return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
 		}
-		for _, d := range ds {
-			if l.keep(d) {
-				changes = append(changes, d)
-				counted[i] = true
+		kept := false
+		for _, c := range ds {
+			if l.keep(c) {
+				d.changes = append(d.changes, c)
+				kept = true
 			}
+		}
+		if kept {
+			d.applied = append(d.applied, ev.Type)
+		} else {
+			d.skipped = append(d.skipped, ev.Type)
 		}
 	}
 	l.a.m.decodeSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
+	return nil
+}
 
+// applyDecoded applies d as the batch (l.own, to] (when apply) and counts its
+// events.
+func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64, apply bool) error {
 	if apply {
-		b := change.Batch{Catalog: l.cat.Name, From: l.own, To: to, Changes: changes}
+		b := change.Batch{Catalog: l.cat.Name, From: l.own, To: to, Changes: d.changes}
 		if err := l.applyBatch(ctx, b); err != nil {
 			return err
 		}
 	}
-	for i, ev := range evs {
-		if counted[i] {
-			l.a.m.eventsApplied.WithLabelValues(l.cat.Name, ev.Type).Inc()
-		} else {
-			l.a.m.eventsSkipped.WithLabelValues(l.cat.Name, ev.Type).Inc()
-		}
+	for _, t := range d.applied {
+		l.a.m.eventsApplied.WithLabelValues(l.cat.Name, t).Inc()
+	}
+	for _, t := range d.skipped {
+		l.a.m.eventsSkipped.WithLabelValues(l.cat.Name, t).Inc()
 	}
 	return nil
 }
