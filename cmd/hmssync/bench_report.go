@@ -48,8 +48,8 @@ type benchFigures struct {
 	CPUPer100kMaster       float64   `json:"cpu_sec_per_100k_events_master"`
 	CPUPer100kFollowerMax  float64   `json:"cpu_sec_per_100k_events_follower_max"`
 	RunsDrainEPS           []float64 `json:"runs_drain_events_per_sec"`
-	// Where the master's batch time goes during the drain (mean ms per batch,
-	// from its /metrics), and what the bench process itself (the fake
+	// Where the master's time goes during the drain (mean ms per fetch, per
+	// decode of a fetch, per apply and per commit, from its /metrics), and what the bench process itself (the fake
 	// metastore and FEs, etcd) spent, which competes for the same cores.
 	MasterStageMS map[string]float64 `json:"master_batch_stage_ms"`
 	// Where the last run ended: the last event appended, each member's
@@ -263,7 +263,7 @@ func (r *benchReport) writeTable(w io.Writer) {
 	row("7. … the bench process (fake metastore and FEs, etcd) on the same cores", "", func(f *benchFigures) string {
 		return fmt.Sprintf("%.2f", f.BenchCPUPer100k)
 	})
-	row("master's mean time per batch in the drain: fetch / decode / apply / commit (ms)", "", func(f *benchFigures) string {
+	row("master's mean time in the drain per fetch / decode of a fetch / apply / commit (ms)", "", func(f *benchFigures) string {
 		m := f.MasterStageMS
 		return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", m["fetch"], m["decode"], m["apply"], m["commit"])
 	})

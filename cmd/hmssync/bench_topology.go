@@ -254,9 +254,9 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	if err := s.drainFigures(obs, env.tmpl, 0, n, t0); err != nil {
 		return s, fmt.Errorf("%s: %w", label, err)
 	}
-	env.say("%s: drained %d events: master %.0f events/s, slowest follower %.0f events/s, %d batches; master per batch: fetch %.1f ms, decode %.1f ms, apply %.1f ms, commit %.1f ms; wall %.1f ms",
+	env.say("%s: drained %d events: master %.0f events/s, slowest follower %.0f events/s, %d batches; master per fetch %.1f ms, decode (per fetch) %.1f ms, apply %.1f ms, commit %.1f ms; wall per batch %.1f ms",
 		label, n, s.drainMasterEPS, minOf(s.drainFollowerEPS), s.drainBatches,
-		s.stageMS["fetch"], s.stageMS["decode"], s.stageMS["apply"], s.stageMS["commit"], 1000*float64(o.batchSize)/s.drainMasterEPS)
+		s.stageMS["fetch"], s.stageMS["decode"], s.stageMS["apply"], s.stageMS["commit"], 1000*float64(n)/float64(s.drainBatches)/s.drainMasterEPS)
 
 	// Steady state: events arrive at o.rate for o.steady.
 	var poller *fePoller
