@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
@@ -101,15 +102,19 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	if err := l.decode(f.Events, &d); err != nil {
 		return 0, err
 	}
-	// Draining a backlog, read on before applying, so that one batch covers
-	// up to drainBatchEvents events: a Doris FE then gets one REFRESH per
-	// table for all of them rather than one per fetch (with a 1000-event
-	// fetch over 50 busy tables, the statements were four fifths of the
-	// drain's time), and etcd one commit. Only the changes are kept between
-	// fetches, not the messages, so memory stays that of one fetch. Anything
-	// unusual in a further fetch (an error, a gap, nothing new) ends the
-	// batch; the next cycle deals with it.
-	for n := len(f.Events); last < cur && n < drainBatchEvents; {
+	// Draining a backlog with a cluster-scope dialect (Doris), read on before
+	// applying, so that one batch covers up to drainBatchEvents events: the
+	// FE then gets one REFRESH per table for all of them rather than one per
+	// fetch (with a 1000-event fetch over 50 busy tables, the statements were
+	// four fifths of the drain's time), and etcd one commit. Followers of
+	// such a dialect do not read the events, so nothing waits on the commits
+	// in between. With a local-scope dialect each commit releases the
+	// followers' own work, and applying costs one request per batch, so the
+	// master commits every fetch. Only the changes are kept between fetches,
+	// not the messages, so memory stays that of one fetch. Anything unusual
+	// in a further fetch (an error, a gap, nothing new) ends the batch; the
+	// next cycle deals with it.
+	for n := len(f.Events); l.a.scope == applier.ScopeCluster && last < cur && n < drainBatchEvents; {
 		more, err := l.fetch(ctx, last, min(l.cat.BatchSize, drainBatchEvents-n))
 		if err != nil || more.Continuity != hms.Contiguous || len(more.Events) == 0 {
 			break
@@ -134,8 +139,9 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	return idle, nil
 }
 
-// drainBatchEvents is how many events the master gathers into one batch while
-// draining a backlog, in fetches of at most the batch size.
+// drainBatchEvents is how many events the master of a cluster-scope dialect
+// gathers into one batch while draining a backlog, in fetches of at most the
+// batch size.
 const drainBatchEvents = 10000
 
 // syncLastSeen makes sure the compare-and-set base is current: it is read when the
