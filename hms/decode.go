@@ -69,6 +69,9 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 		}
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "invalid message", Err: err}
 	}
+	for i := range descs {
+		normaliseNames(&descs[i])
+	}
 	return descs, nil
 }
 

@@ -210,6 +210,23 @@ func decodeCases() []decodeCase {
 			ev: Event{ID: 28, Time: 1700000028, Type: "CREATE_TABLE", DB: "sales", Table: "orders",
 				Message: `{` + head + `"db":"sales","table":"orders","tableObjJson":` + ordersJSON + `,"timestamp":1}`},
 			want: []change.Descriptor{d(28, change.RegisterTable, "sales", "orders")}},
+		// Found against a real Hive 3.1.3 metastore: CREATE_TABLE logs the table as the
+		// client spelled it ("MixedCase") while Hive stores, and later events name, the
+		// lower-cased identifier. Descriptors carry names as HMS stores them.
+		{name: "identifiers are lower-cased as Hive stores them",
+			ev: ev(29, "CREATE_TABLE", "Sales", "MixedCase", `{`+head+`"db":"Sales","table":"MixedCase","tableObjJson":`+
+				quote(tjsonTable("Sales", "MixedCase", false))+`,"timestamp":1}`),
+			want: []change.Descriptor{d(29, change.RegisterTable, "sales", "mixedcase")}},
+		{name: "a rename to a mixed-case name is lower-cased on both sides",
+			ev: ev(30, "ALTER_TABLE", "Sales", "NewName", `{`+head+`"db":"Sales","table":"Orders","tableObjBeforeJson":`+
+				quote(tjsonTable("Sales", "Orders", false))+`,"tableObjAfterJson":`+quote(tjsonTable("Sales", "NewName", false))+`,"timestamp":1}`),
+			want: []change.Descriptor{rename(30, change.RenameTable, "sales", "orders", "sales", "newname")}},
+		// FileUtils.makePartName lower-cases the partition keys (not the values).
+		{name: "partition keys are lower-cased in partition names, values are not",
+			ev: ev(31, "ADD_PARTITION", "sales", "orders", `{`+head+`"db":"sales","table":"orders","tableObjJson":`+
+				quote(tjsonTable("sales", "orders", false, "Dt", "REGION"))+`,"timestamp":1,"partitions":[{"Dt":"2024-01-01","REGION":"EU"}],"partitionListJson":[`+
+				quote(tjsonPartition("sales", "orders", "2024-01-01", "EU"))+`]}`),
+			want: []change.Descriptor{d(31, change.AddPartitions, "sales", "orders", "dt=2024-01-01/region=EU")}},
 	}
 }
 

@@ -11,8 +11,8 @@ const DefaultPartitionName = "__HIVE_DEFAULT_PARTITION__"
 
 // PartitionName returns Hive's name for the partition with the given values of the
 // table's partition keys, in the table's key order (FileUtils.makePartName):
-// escape(key)=escape(value) joined by "/". A null or empty value is
-// DefaultPartitionName.
+// escape(lower(key))=escape(value) joined by "/": Hive lower-cases the keys, never
+// the values. A null or empty value is DefaultPartitionName.
 func PartitionName(keys, values []string) (string, error) {
 	if len(keys) != len(values) {
 		return "", fmt.Errorf("partition has %d values for %d partition keys %q", len(values), len(keys), keys)
@@ -25,7 +25,7 @@ func PartitionName(keys, values []string) (string, error) {
 		if i > 0 {
 			b.WriteByte('/')
 		}
-		appendEscaped(&b, k)
+		appendEscaped(&b, strings.ToLower(k))
 		b.WriteByte('=')
 		v := values[i]
 		if v == "" {

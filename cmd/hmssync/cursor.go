@@ -1,18 +1,120 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/hmssync/hmssync/cursorstore"
 )
 
-// PLACEHOLDER(issue 3): replaced by the real command.
+// cursorCommand reads and overrides a catalog's master cursor: the operator's
+// tool for skipping a poison event, replaying a range, or forcing a full refresh.
 func cursorCommand() *cli.Command {
+	// Each subcommand gets its own flag values.
+	catalog := func() cli.Flag {
+		return &cli.StringFlag{Name: "catalog", Required: true, Usage: "the FE catalog name (catalogs[].name)"}
+	}
+	force := func() cli.Flag { return &cli.BoolFlag{Name: "force", Usage: "really change the cursor"} }
+	withEtcd := func(fs ...cli.Flag) []cli.Flag { return append(fs, etcdFlags()...) }
 	return &cli.Command{
 		Name:  "cursor",
-		Usage: "(not built yet: issue 3)",
-		Action: func(*cli.Context) error {
-			return errors.New("cursor is not built yet (issue 3)")
+		Usage: "read or override a catalog's master cursor in etcd",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "get",
+				Usage:     "print the master cursor (the last HMS event id applied), or unset",
+				ArgsUsage: " ",
+				Flags:     withEtcd(catalog()),
+				Action:    cursorGet,
+			},
+			{
+				Name:      "set",
+				Usage:     "set the master cursor to event id N (needs --force)",
+				ArgsUsage: "N",
+				Flags:     withEtcd(catalog(), force()),
+				Action:    cursorSet,
+			},
+			{
+				Name:      "reset",
+				Usage:     "set the master cursor to -1 so that the master full-refreshes (needs --force)",
+				ArgsUsage: " ",
+				Flags:     withEtcd(catalog(), force()),
+				Action:    cursorReset,
+			},
 		},
 	}
+}
+
+func cursorGet(c *cli.Context) error {
+	if c.Args().Present() {
+		return fmt.Errorf("cursor get takes no arguments, got %q", c.Args().Slice())
+	}
+	store, cli, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	cur, err := store.MasterCursor(c.Context, c.String("catalog"))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(c.App.Writer, cur)
+	return err
+}
+
+func cursorSet(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return fmt.Errorf("cursor set takes one argument, the event id N, after the flags (got %q); e.g. hmssync cursor set --catalog hive --force 48213", c.Args().Slice())
+	}
+	n, err := strconv.ParseInt(c.Args().First(), 10, 64)
+	if err != nil || n < cursorstore.Unknown {
+		return fmt.Errorf("cursor set: %q is not an event id: want a decimal, 0 or more (or -1, which is what cursor reset does)", c.Args().First())
+	}
+	return setMasterCursor(c, n, fmt.Sprintf(
+		"the master then continues after event %d: lowering the cursor applies events again, raising it skips events "+
+			"(their changes never reach the FEs; use it to step over an event that cannot be applied)", n))
+}
+
+func cursorReset(c *cli.Context) error {
+	if c.Args().Present() {
+		return fmt.Errorf("cursor reset takes no arguments, got %q", c.Args().Slice())
+	}
+	return setMasterCursor(c, cursorstore.Unknown,
+		"the master then refreshes the whole catalog on its FE and continues from the metastore's current event id")
+}
+
+// setMasterCursor refuses without --force, showing what would change and why
+// it matters; with --force it sets the cursor and prints "old -> new".
+func setMasterCursor(c *cli.Context, value int64, effect string) error {
+	catalog := c.String("catalog")
+	store, cli, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if !c.Bool("force") {
+		cur, err := store.MasterCursor(c.Context, catalog)
+		from := cur.String()
+		if err != nil {
+			if cur.Raw == "" {
+				return err
+			}
+			from = strconv.Quote(cur.Raw)
+		}
+		return fmt.Errorf("not changing the master cursor of catalog %s (%s) from %s to %d without --force: %s; "+
+			"a running master notices the change at its next commit; run again with --force to do it",
+			catalog, store.MasterCursorKey(catalog), from, value, effect)
+	}
+	old, err := store.SetMaster(c.Context, catalog, value)
+	if err != nil {
+		return err
+	}
+	from := old.String()
+	if old.Exists && old.Raw != from {
+		from = strconv.Quote(old.Raw)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s -> %d\n", from, value)
+	return err
 }

@@ -1,18 +1,116 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/hmssync/hmssync/cursorstore"
 )
 
-// PLACEHOLDER(issue 3): replaced by the real command.
+// statusCommand shows the cluster as etcd holds it: the master, every member's
+// role, FE, cursors and lag behind the master cursor, last error and lease.
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "status",
-		Usage: "(not built yet: issue 3)",
-		Action: func(*cli.Context) error {
-			return errors.New("status is not built yet (issue 3)")
+		Name:      "status",
+		Usage:     "show members, roles, cursors and lag of a cluster, read from etcd",
+		ArgsUsage: " ",
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"},
+		}, etcdFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return fmt.Errorf("status takes no arguments, got %q", c.Args().Slice())
+			}
+			store, cli, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			cs, err := store.Statuses(c.Context)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(cs)
+			}
+			return printStatus(c.App.Writer, cs, time.Now())
 		},
 	}
+}
+
+func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %s (etcd revision %d)\n", cs.Root, cs.Revision)
+	switch {
+	case cs.Master == "":
+		b.WriteString("master:  none (no candidate in the election)\n")
+	default:
+		fmt.Fprintf(&b, "master:  %s (succession: %s)\n", cs.Master, strings.Join(cs.Candidates, ", "))
+	}
+	if cs.Paused {
+		fmt.Fprintf(&b, "paused:  yes (%s): the master does not advance until %s/pause is deleted\n", orDash(cs.PauseReason), cs.Root)
+	}
+	var cursors []string
+	for _, cat := range slices.Sorted(maps.Keys(cs.MasterCursors)) {
+		cursors = append(cursors, fmt.Sprintf("%s=%d", cat, cs.MasterCursors[cat]))
+	}
+	fmt.Fprintf(&b, "cursors: %s\n", orDash(strings.Join(cursors, " ")))
+	for _, p := range cs.Problems {
+		fmt.Fprintf(&b, "problem: %s\n", p)
+	}
+	b.WriteString("\n")
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tROLE\tLEASE\tFE\tVERSION\tUPDATED\tCATALOG\tCURSOR\tLAG\tLAST ERROR")
+	for _, m := range cs.Members {
+		lease, updated := "-", "-"
+		if m.LeaseTTL >= 0 {
+			lease = fmt.Sprintf("%ds", m.LeaseTTL)
+		}
+		if !m.Time.IsZero() {
+			updated = now.Sub(m.Time).Truncate(time.Second).String() + " ago"
+		}
+		head := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", m.Member, m.Role, lease, orDash(m.FEURL), orDash(m.Version), updated)
+		cats := slices.Sorted(maps.Keys(m.Catalogs))
+		if len(cats) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\n", head)
+		}
+		for i, cat := range cats {
+			if i > 0 {
+				head = "\t\t\t\t\t"
+			}
+			mc := m.Catalogs[cat]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", head, cat, optInt(mc.Cursor), optInt(mc.Lag), orDash(mc.LastError))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func optInt(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*v, 10)
 }

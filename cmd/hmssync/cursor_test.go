@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+)
+
+// runCLI runs `hmssync <command> --cluster test --etcd-endpoints endpoint
+// args...` and returns stdout. (Flags go before positional arguments.)
+func runCLI(t *testing.T, endpoint, command string, args ...string) (string, error) {
+	t.Helper()
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &out
+	full := append([]string{"hmssync"}, strings.Fields(command)...)
+	full = append(full, "--cluster", "test", "--etcd-endpoints", endpoint)
+	err := app.Run(append(full, args...))
+	return out.String(), err
+}
+
+func TestCursorGetSetReset(t *testing.T) {
+	srv := etcdtest.New(t)
+	ep := srv.Endpoints()[0]
+	ctx := context.Background()
+	key := "/hmssync/test/catalogs/hive/cursor"
+	stored := func() string {
+		resp, err := srv.Client.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return "(absent)"
+		}
+		return string(resp.Kvs[0].Value)
+	}
+
+	if out, err := runCLI(t, ep, "cursor get", "--catalog", "hive"); err != nil || out != "unset\n" {
+		t.Fatalf("get on a fresh cluster: %q, %v; want unset", out, err)
+	}
+
+	// Without --force: refused, explained, nothing written.
+	_, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "48213")
+	if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), key) {
+		t.Fatalf("set without --force: %v; want a refusal naming --force and the key", err)
+	}
+	if got := stored(); got != "(absent)" {
+		t.Fatalf("refused set wrote %q", got)
+	}
+
+	if out, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "48213"); err != nil || out != "unset -> 48213\n" {
+		t.Fatalf("set --force: %q, %v", out, err)
+	}
+	if got := stored(); got != "48213" {
+		t.Fatalf("etcd holds %q; want 48213", got)
+	}
+	if out, err := runCLI(t, ep, "cursor get", "--catalog", "hive"); err != nil || out != "48213\n" {
+		t.Fatalf("get: %q, %v", out, err)
+	}
+
+	if _, err := runCLI(t, ep, "cursor reset", "--catalog", "hive"); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("reset without --force: %v", err)
+	}
+	if out, err := runCLI(t, ep, "cursor reset", "--catalog", "hive", "--force"); err != nil || out != "48213 -> -1\n" {
+		t.Fatalf("reset --force: %q, %v", out, err)
+	}
+	if got := stored(); got != "-1" {
+		t.Fatalf("etcd holds %q after reset; want -1", got)
+	}
+
+	for _, bad := range [][]string{
+		{"cursor set", "--catalog", "hive", "--force", "abc"},
+		{"cursor set", "--catalog", "hive", "--force", "-2"},
+		{"cursor set", "--catalog", "hive", "--force"},
+		{"cursor set", "--catalog", "hive", "--force", "1", "2"},
+		{"cursor get"},
+		{"cursor get", "--catalog", "hive", "extra"},
+	} {
+		if _, err := runCLI(t, ep, bad[0], bad[1:]...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	if got := stored(); got != "-1" {
+		t.Fatalf("rejected commands changed the cursor to %q", got)
+	}
+
+	// A bad value: reported with key and value; set --force repairs it.
+	if _, err := srv.Client.Put(ctx, key, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, ep, "cursor get", "--catalog", "hive"); err == nil ||
+		!strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), `"abc"`) {
+		t.Fatalf("get of abc: %v; want the key and the value named", err)
+	}
+	if out, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "7"); err != nil || out != "\"abc\" -> 7\n" {
+		t.Fatalf("set over abc: %q, %v", out, err)
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+)
+
+func TestNewEtcdClientValidates(t *testing.T) {
+	ok := etcdClientConfig{Endpoints: []string{"http://127.0.0.1:2379"}, DialTimeout: time.Second, RequestTimeout: time.Second}
+	cases := map[string]func(*etcdClientConfig){
+		"no endpoints":        func(c *etcdClientConfig) { c.Endpoints = nil },
+		"bad scheme":          func(c *etcdClientConfig) { c.Endpoints = []string{"ftp://x:1"} },
+		"path in host:port":   func(c *etcdClientConfig) { c.Endpoints = []string{"x:1/a"} },
+		"user no password":    func(c *etcdClientConfig) { c.Username = "u" },
+		"password no user":    func(c *etcdClientConfig) { c.Password = "p" },
+		"cert without key":    func(c *etcdClientConfig) { c.CertFile = "c.pem" },
+		"missing CA file":     func(c *etcdClientConfig) { c.CAFile = filepath.Join(t.TempDir(), "none.pem") },
+		"zero dial timeout":   func(c *etcdClientConfig) { c.DialTimeout = 0 },
+		"zero request timout": func(c *etcdClientConfig) { c.RequestTimeout = 0 },
+	}
+	for name, mutate := range cases {
+		cfg := ok
+		mutate(&cfg)
+		if cli, err := newEtcdClient(context.Background(), cfg); err == nil {
+			cli.Close()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestNewEtcdClientProbesAnUnreachableEtcd(t *testing.T) {
+	// Port 1 on loopback: nothing listens there.
+	start := time.Now()
+	_, err := newEtcdClient(context.Background(), etcdClientConfig{
+		Endpoints: []string{"127.0.0.1:1"}, DialTimeout: 500 * time.Millisecond, RequestTimeout: time.Second,
+	})
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("unreachable etcd: %v; want an error naming the endpoint", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the probe took %s; it is bounded by the dial timeout", d)
+	}
+}
+
+func TestEtcdFlagsFromEnvironment(t *testing.T) {
+	srv := etcdtest.New(t)
+	t.Setenv("HMSSYNC_ETCD_ENDPOINTS", "127.0.0.1:1,"+srv.Endpoints()[0])
+	t.Setenv("HMSSYNC_CLUSTER", "envcluster")
+	t.Setenv("HMSSYNC_ETCD_PREFIX", "/other")
+	if _, err := srv.Client.Put(context.Background(), "/other/envcluster/catalogs/hive/cursor", "5"); err != nil {
+		t.Fatal(err)
+	}
+	app := newApp()
+	var out strings.Builder
+	app.Writer = &out
+	if err := app.Run([]string{"hmssync", "cursor", "get", "--catalog", "hive"}); err != nil || out.String() != "5\n" {
+		t.Fatalf("cursor get from env settings: %q, %v", out.String(), err)
+	}
+
+	// No cluster at all: the message says how to give one.
+	t.Setenv("HMSSYNC_CLUSTER", "")
+	err := newApp().Run([]string{"hmssync", "cursor", "get", "--catalog", "hive"})
+	if err == nil || !strings.Contains(err.Error(), "HMSSYNC_CLUSTER") {
+		t.Fatalf("no cluster: %v", err)
+	}
+}
+
+func TestPasswordComesFromEnvOrFile(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got etcdTarget
+	app := newApp()
+	for _, cmd := range app.Commands {
+		if cmd.Name == "status" {
+			cmd.Action = func(c *cli.Context) error {
+				var err error
+				got, err = etcdTargetFromFlags(c)
+				return err
+			}
+		}
+	}
+	t.Setenv("HMSSYNC_ETCD_PASSWORD", "")
+	if err := app.Run([]string{"hmssync", "status", "--cluster", "c", "--etcd-username", "u", "--etcd-password-file", pw}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Client.Username != "u" || got.Client.Password != "s3cret" {
+		t.Fatalf("from file: user %q password %q", got.Client.Username, got.Client.Password)
+	}
+	t.Setenv("HMSSYNC_ETCD_PASSWORD", "fromenv")
+	if err := app.Run([]string{"hmssync", "status", "--cluster", "c", "--etcd-username", "u", "--etcd-password-file", pw}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Client.Password != "fromenv" {
+		t.Fatalf("env password not preferred: %q", got.Client.Password)
+	}
+}

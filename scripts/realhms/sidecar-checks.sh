@@ -1,0 +1,188 @@
+# shellcheck shell=bash
+# Sourced by run-e2e.sh (uses its log/pass/fail/skip, start_hms/stop_hms, java_main, HMSSYNC, CP,
+# WORK, STARTED_PIDS). The sidecar checks against the real Hive 4 metastore (json encoding):
+#   converge  three sidecars (native dialect, one fake FE each, one etcd) converge on the
+#             metastore's state; the master is killed (SIGKILL) and the other two converge on
+#             the changes made after that
+#   restart   the metastore is stopped and started again on the same database and port while two
+#             sidecars run; they converge on later changes with no full refresh
+#   cleanup   with the sidecars stopped, changes are made and the listener's short TTL cleans them
+#             from the log; one sidecar started again does exactly one full refresh and converges
+#
+# What this needs from hmssync (checked by sidecar_missing; the checks are skipped until then):
+#   hmssync dev etcd --listen HOST:PORT --dir DIR      a single-node etcd until SIGTERM
+#   hmssync dev fe --listen HOST:PORT --hms URI        a fake FE whose full refresh loads from the
+#                                                      metastore; GET /dev/snapshot?catalog=hive
+#                                                      answers {"db":{"table":["part=..",..]}}
+#   hmssync run --config F --member M --etcd-endpoints URL --fe-url URL --fe-dialect native
+#               --http-listen HOST:PORT                /master 200 on the master only; /metrics has
+#                                                      hmssync_full_refreshes_total
+
+sidecar_missing() {
+	local h
+	h=$("$HMSSYNC" dev etcd --help 2>&1 || true)
+	grep -q -- "--listen" <<<"$h" || { echo "hmssync dev etcd --listen"; return; }
+	h=$("$HMSSYNC" dev fe --help 2>&1 || true)
+	grep -q -- "--listen" <<<"$h" && grep -q -- "--hms" <<<"$h" || { echo "hmssync dev fe --listen/--hms"; return; }
+	h=$("$HMSSYNC" run --help 2>&1 || true)
+	local f
+	for f in --config --member --etcd-endpoints --fe-url --fe-dialect --http-listen; do
+		grep -q -- "$f" <<<"$h" || { echo "hmssync run $f"; return; }
+	done
+}
+
+free_port() { java_main Launcher --print-free-port true 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+
+wait_port() { # host:port seconds
+	local hp=$1 deadline=$((SECONDS + $2))
+	while [ $SECONDS -lt "$deadline" ]; do
+		(exec 3<>"/dev/tcp/${hp%:*}/${hp#*:}") 2>/dev/null && return 0
+		sleep 0.3
+	done
+	return 1
+}
+
+start_bg() { # logfile cmd... -> LAST_PID
+	local logf=$1
+	shift
+	"$@" >"$logf" 2>&1 &
+	LAST_PID=$!
+	STARTED_PIDS+=("$LAST_PID")
+}
+
+start_sidecar() { # i
+	local i=$1
+	start_bg "$SC/sidecar$i.log" "$HMSSYNC" run --config "$SC/sidecar.yaml" --member "m$i" \
+		--etcd-endpoints "http://$ETCD_ADDR" --fe-url "http://${FE_ADDR[$i]}" --fe-dialect native \
+		--http-listen "${SC_ADDR[$i]}"
+	SC_PID[$i]=$LAST_PID
+	wait_port "${SC_ADDR[$i]}" 60
+}
+
+urls() { # array entries -> comma-separated http URLs
+	local out="" a
+	for a in "$@"; do out="$out,http://$a"; done
+	echo "${out#,}"
+}
+
+sidecar_checks() {
+	local missing
+	missing=$(sidecar_missing)
+	if [ -n "$missing" ]; then
+		skip "hive4/json converge: needs $missing"
+		skip "hive4/json restart: needs $missing"
+		skip "hive4/json cleanup: needs $missing"
+		return
+	fi
+	SC="$WORK/sidecars"
+	mkdir -p "$SC"
+	JLOG="$SC/client.log"
+	local hms_port i
+	hms_port=$(free_port)
+	start_hms "$SC/hms" json --port "$hms_port" --ttl-seconds 15 --clean-interval-seconds 2 ||
+		{ fail "sidecars: metastore did not start"; return; }
+	# The TTL is short for the cleanup check; the first checks finish their work well within it,
+	# and a sidecar that is running keeps up, so nothing it needs is cleaned before it reads it.
+
+	ETCD_ADDR="127.0.0.1:$(free_port)"
+	start_bg "$SC/etcd.log" "$HMSSYNC" dev etcd --listen "$ETCD_ADDR" --dir "$SC/etcd"
+	wait_port "$ETCD_ADDR" 60 || { fail "sidecars: etcd did not start"; return; }
+	declare -g -a FE_ADDR SC_ADDR SC_PID
+	for i in 1 2 3; do
+		FE_ADDR[$i]="127.0.0.1:$(free_port)"
+		SC_ADDR[$i]="127.0.0.1:$(free_port)"
+		start_bg "$SC/fe$i.log" "$HMSSYNC" dev fe --listen "${FE_ADDR[$i]}" --hms "$HMS_URI"
+		wait_port "${FE_ADDR[$i]}" 60 || { fail "sidecars: fake FE $i did not start"; return; }
+	done
+	cat >"$SC/sidecar.yaml" <<-EOF
+		cluster: realhms-e2e
+		catalogs:
+		  - name: hive
+		    hms_uris: [$HMS_URI]
+		    poll_interval: 200ms
+	EOF
+	for i in 1 2 3; do
+		start_sidecar "$i" || { fail "sidecars: sidecar $i did not listen"; return; }
+	done
+
+	# converge, then kill the master and converge again on later changes.
+	java_main Workload --uri "$HMS_URI" --prefix conv1 --expected "$SC/conv1.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/conv1.out" 2>&1 ||
+		{ fail "hive4/json converge: workload failed"; return; }
+	if ! java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "${FE_ADDR[1]}" "${FE_ADDR[2]}" "${FE_ADDR[3]}")" --timeout 120 >"$SC/conv1.cmp"; then
+		fail "hive4/json converge: three sidecars"
+		cat "$SC/conv1.cmp"
+		return
+	fi
+	local m
+	m=$(java_main SidecarProbe master --http "$(urls "${SC_ADDR[1]}" "${SC_ADDR[2]}" "${SC_ADDR[3]}")") ||
+		{ fail "hive4/json converge: $m"; return; }
+	m=$((m + 1))
+	kill -9 "${SC_PID[$m]}"
+	local rest=() restfe=()
+	for i in 1 2 3; do
+		[ "$i" = "$m" ] && continue
+		rest+=("$i")
+		restfe+=("${FE_ADDR[$i]}")
+	done
+	java_main Workload --uri "$HMS_URI" --prefix conv2 --expected "$SC/conv2.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/conv2.out" 2>&1 ||
+		{ fail "hive4/json converge: second workload failed"; return; }
+	if java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "${restfe[@]}")" --timeout 120 >"$SC/conv2.cmp"; then
+		pass "hive4/json converge: three sidecars, then two after the master (m$m) was killed"
+	else
+		fail "hive4/json converge: after killing master m$m"
+		cat "$SC/conv2.cmp"
+		return
+	fi
+
+	# restart: the metastore goes away and comes back on the same database; no full refresh.
+	local restsc=("${SC_ADDR[${rest[0]}]}" "${SC_ADDR[${rest[1]}]}") r0 r1
+	r0=$(java_main SidecarProbe full-refreshes --http "$(urls "${restsc[@]}")")
+	stop_hms "$SC/hms" || { fail "hive4/json restart: metastore did not stop cleanly"; return; }
+	sleep 2 # the sidecars see the metastore gone
+	start_hms "$SC/hms" json --port "$hms_port" --ttl-seconds 15 --clean-interval-seconds 2 ||
+		{ fail "hive4/json restart: metastore did not start again"; return; }
+	java_main Workload --uri "$HMS_URI" --prefix rst --expected "$SC/rst.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/rst.out" 2>&1 ||
+		{ fail "hive4/json restart: workload failed"; return; }
+	if java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "${restfe[@]}")" --timeout 120 >"$SC/rst.cmp"; then
+		r1=$(java_main SidecarProbe full-refreshes --http "$(urls "${restsc[@]}")")
+		if [ "$r1" -eq "$r0" ]; then
+			pass "hive4/json restart: metastore restarted, sidecars converged, no full refresh"
+		else
+			fail "hive4/json restart: full refreshes went from $r0 to $r1"
+		fi
+	else
+		fail "hive4/json restart: no convergence after the metastore restart"
+		cat "$SC/rst.cmp"
+	fi
+
+	# cleanup: sidecars stopped, changes made and cleaned by the TTL, one sidecar back.
+	for i in "${rest[@]}"; do kill "${SC_PID[$i]}" 2>/dev/null || true; wait "${SC_PID[$i]}" 2>/dev/null || true; done
+	local before oldest cur
+	before=$(java_main EventDump --uri "$HMS_URI" --ids true | sed 's/.*current=//')
+	java_main Workload --uri "$HMS_URI" --prefix cln --expected "$SC/cln.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/cln.out" 2>&1 ||
+		{ fail "hive4/json cleanup: workload failed"; return; }
+	local deadline=$((SECONDS + 90))
+	while [ $SECONDS -lt $deadline ]; do
+		read -r oldest cur < <(java_main EventDump --uri "$HMS_URI" --ids true | sed 's/oldest=\([0-9]*\) current=\([0-9]*\)/\1 \2/')
+		# Cleaned past the sidecars' cursor: the event after it is gone (an empty log has oldest 0).
+		if [ "$oldest" -eq 0 ] || [ "$oldest" -gt $((before + 1)) ]; then break; fi
+		sleep 1
+	done
+	log "cleanup: sidecars stopped at event $before; the log now holds ($oldest..$cur]"
+	local k=${rest[0]}
+	r0=$(java_main SidecarProbe full-refreshes --http "http://${SC_ADDR[$k]}" 2>/dev/null || echo 0)
+	start_sidecar "$k" || { fail "hive4/json cleanup: sidecar m$k did not come back"; return; }
+	if java_main SidecarProbe converge --hms "$HMS_URI" --fe "http://${FE_ADDR[$k]}" --timeout 120 >"$SC/cln.cmp"; then
+		r1=$(java_main SidecarProbe full-refreshes --http "http://${SC_ADDR[$k]}")
+		# A restarted process starts its counters at zero: the one full refresh is the whole count.
+		if [ "$r1" -eq 1 ]; then
+			pass "hive4/json cleanup: events cleaned, exactly one full refresh, converged"
+		else
+			fail "hive4/json cleanup: $r1 full refreshes after the cleaned gap (want exactly 1; before restart $r0)"
+		fi
+	else
+		fail "hive4/json cleanup: no convergence after the cleaned gap"
+		cat "$SC/cln.cmp"
+	fi
+	stop_hms "$SC/hms" || true
+}

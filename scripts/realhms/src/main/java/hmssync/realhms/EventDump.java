@@ -1,0 +1,87 @@
+package hmssync.realhms;
+
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
+import org.apache.hadoop.hive.metastore.IMetaStoreClient;
+import org.apache.hadoop.hive.metastore.api.NotificationEventRequest;
+import org.apache.hadoop.hive.metastore.api.NotificationEventResponse;
+import org.apache.hadoop.hive.metastore.api.NotificationEvent;
+
+/**
+ * Reads the notification log with the real Hive client and prints it as NotificationEvent JSON
+ * lines (the form {@code hmssync events decode} reads), so the suite can feed the decoder the
+ * metastore's own messages independently of hmssync's Thrift client. Also prints the oldest and
+ * current ids with {@code --ids}, which the cleanup test watches.
+ */
+public final class EventDump {
+  /**
+   * The oldest retained event. The Hive client's plain getNextNotification refuses a batch that
+   * does not start at lastEvent+1, which is exactly the cleaned case; Hive 4's client has a
+   * variant that allows gaps (called reflectively so this compiles against Hive 3.1 too).
+   */
+  private static List<NotificationEvent> oldest(HiveMetaStoreClient c) throws Exception {
+    NotificationEventRequest rq = new NotificationEventRequest(0);
+    rq.setMaxEvents(1);
+    try {
+      java.lang.reflect.Method m = c.getClass().getMethod("getNextNotification",
+          NotificationEventRequest.class, boolean.class, IMetaStoreClient.NotificationFilter.class);
+      return ((NotificationEventResponse) m.invoke(c, rq, true, null)).getEvents();
+    } catch (NoSuchMethodException e) {
+      return c.getNextNotification(0, 1, null).getEvents();
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    Args a = new Args(args);
+    String uri = a.value("uri", null);
+    long from = a.intValue("from", 0);
+    boolean idsOnly = Boolean.parseBoolean(a.value("ids", "false"));
+    a.rejectUnknown();
+
+    ObjectMapper json = new ObjectMapper();
+    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+      long current = c.getCurrentNotificationEventId().getEventId();
+      if (idsOnly) {
+        List<NotificationEvent> first = oldest(c);
+        long oldest = first == null || first.isEmpty() ? 0 : first.get(0).getEventId();
+        out.println("oldest=" + oldest + " current=" + current);
+        return;
+      }
+      long after = from;
+      while (after < current) {
+        List<NotificationEvent> evs = c.getNextNotification(after, 500, null).getEvents();
+        if (evs == null || evs.isEmpty()) {
+          break;
+        }
+        for (NotificationEvent e : evs) {
+          Map<String, Object> m = new LinkedHashMap<>();
+          m.put("eventId", e.getEventId());
+          m.put("eventTime", e.getEventTime());
+          m.put("eventType", e.getEventType());
+          if (e.isSetDbName()) {
+            m.put("dbName", e.getDbName());
+          }
+          if (e.isSetTableName()) {
+            m.put("tableName", e.getTableName());
+          }
+          m.put("message", e.getMessage());
+          if (e.isSetMessageFormat()) {
+            m.put("messageFormat", e.getMessageFormat());
+          }
+          if (e.isSetCatName()) {
+            m.put("catName", e.getCatName());
+          }
+          out.println(json.writeValueAsString(m));
+          after = e.getEventId();
+        }
+      }
+    }
+  }
+}
