@@ -106,7 +106,7 @@ func (s *Server) handleAddFault(w http.ResponseWriter, r *http.Request) {
 	for _, f := range list {
 		refuse = max(refuse, f.Refuse)
 		f.Refuse = 0
-		if f != (Fault{Match: f.Match, Native: f.Native, SQL: f.SQL, Times: f.Times}) {
+		if f != (Fault{Match: f.Match, Native: f.Native, SQL: f.SQL, Times: f.Times}) { // has an effect
 			s.InjectFault(f)
 		}
 	}

@@ -33,6 +33,9 @@ type Fault struct {
 	// NotExist answers Doris's "does not exist" error for the statement's
 	// object (a catalog's is "Unknown catalog"). SQL only.
 	NotExist bool
+	// Body, if set, is answered verbatim with HTTP 200 (or HTTPStatus), for
+	// answers no other field describes (code 0 with a string in data, say).
+	Body string
 	// Refuse stops the endpoint listening for this long (connection refused).
 	// It takes effect after the answer to the request that set it (via POST
 	// /_fetest/faults); in-process, call Down and Up instead.
@@ -50,13 +53,14 @@ type faultJSON struct {
 	Code       int    `json:"code,omitempty"`
 	Message    string `json:"message,omitempty"`
 	NotExist   bool   `json:"not_exist,omitempty"`
+	Body       string `json:"body,omitempty"`
 	Refuse     string `json:"refuse,omitempty"`
 }
 
 // MarshalJSON writes durations as strings.
 func (f Fault) MarshalJSON() ([]byte, error) {
 	j := faultJSON{Match: f.Match, Native: f.Native, SQL: f.SQL, Times: f.Times, HTTPStatus: f.HTTPStatus,
-		Code: f.Code, Message: f.Message, NotExist: f.NotExist}
+		Code: f.Code, Message: f.Message, NotExist: f.NotExist, Body: f.Body}
 	if f.Delay != 0 {
 		j.Delay = f.Delay.String()
 	}
@@ -76,7 +80,7 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = Fault{Match: j.Match, Native: j.Native, SQL: j.SQL, Times: j.Times, HTTPStatus: j.HTTPStatus,
-		Code: j.Code, Message: j.Message, NotExist: j.NotExist}
+		Code: j.Code, Message: j.Message, NotExist: j.NotExist, Body: j.Body}
 	var err error
 	if j.Delay != "" {
 		if f.Delay, err = time.ParseDuration(j.Delay); err != nil {

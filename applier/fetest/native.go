@@ -33,6 +33,11 @@ func (s *Server) nativeFault(w http.ResponseWriter, r *http.Request) bool {
 	if !s.wait(r.Context(), f.Delay) {
 		return true
 	}
+	if f.Body != "" {
+		w.WriteHeader(orDefaultInt(f.HTTPStatus, http.StatusOK))
+		_, _ = io.WriteString(w, f.Body)
+		return true
+	}
 	status := f.HTTPStatus
 	if status == 0 && f.Code != 0 {
 		switch f.Code {

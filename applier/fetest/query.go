@@ -49,6 +49,10 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch {
+		case f.Body != "":
+			w.WriteHeader(orDefaultInt(f.HTTPStatus, http.StatusOK))
+			_, _ = io.WriteString(w, f.Body)
+			return
 		case f.HTTPStatus != 0:
 			http.Error(w, orDefault(f.Message, http.StatusText(f.HTTPStatus)), f.HTTPStatus)
 			return
@@ -116,4 +120,11 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+func orDefaultInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }

@@ -1,0 +1,259 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hmssync/hmssync/applier/fetest"
+	"github.com/hmssync/hmssync/change"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newDorisFor(t *testing.T, url, password string, timeout time.Duration) Applier {
+	t.Helper()
+	a, err := New(Config{Dialect: DialectDoris, URL: url, User: "root", Password: password, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestDorisAppliesThroughTheFE(t *testing.T) {
+	truth := fetest.Truth{"d": {"t": {"p=1", "p=2"}, "new": {"k=1"}}}
+	fe := fetest.NewServer(fetest.Options{Password: "pw", Loader: func(context.Context, string) (fetest.Truth, error) { return truth, nil }})
+	defer fe.Close()
+	fe.SetCache("hive", fetest.Truth{"d": {"t": {"p=1"}, "old": nil}})
+	a := newDorisFor(t, fe.URL, "pw", 0)
+	if a.Dialect() != "doris" || a.Scope() != ScopeCluster {
+		t.Errorf("dialect %q scope %q, want doris cluster", a.Dialect(), a.Scope())
+	}
+	b := ops(addP("d", "t", "p=2"), unreg("d", "old"), reg("d", "new"))
+	if err := a.Apply(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{dbD, tableDT, "REFRESH TABLE `hive`.`d`.`new`"}
+	if got := fe.Statements(); !reflect.DeepEqual(got, want) {
+		t.Errorf("FE received\n  %q\nwant\n  %q", got, want)
+	}
+	if d := fetest.Diff(truth, fe.Snapshot("hive")); d != "" {
+		t.Errorf("FE cache not converged: %s", d)
+	}
+}
+
+func TestDorisErrorClasses(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{Password: "pw"})
+	defer fe.Close()
+	tableBatch := ops(addP("d", "t", "p=1"))
+	catalogBatch := ops(regDB("d"))
+	cases := []struct {
+		name  string
+		fault fetest.Fault
+		b     change.Batch
+		want  *Class // nil: success
+	}{
+		{"table does not exist", fetest.Fault{NotExist: true}, tableBatch, nil},
+		{"database does not exist", fetest.Fault{NotExist: true}, ops(reg("d", "t")), nil},
+		{"catalog does not exist", fetest.Fault{NotExist: true}, catalogBatch, ptr(Auth)},
+		{"unknown catalog in a table statement", fetest.Fault{Code: 1, Message: "errCode = 2, detailMessage = Unknown catalog 'hive'"}, tableBatch, ptr(Auth)},
+		{"SQL error", fetest.Fault{Code: 1, Message: "Failed to execute sql: errCode = 2, detailMessage = Syntax error"}, tableBatch, ptr(Deterministic)},
+		{"access denied", fetest.Fault{Code: 1, Message: "errCode = 1045, detailMessage = Access denied; you need the SHOW privilege"}, tableBatch, ptr(Auth)},
+		{"code 401", fetest.Fault{Code: 401}, tableBatch, ptr(Auth)},
+		{"code 403", fetest.Fault{Code: 403}, tableBatch, ptr(Deterministic)},
+		{"code 500", fetest.Fault{Code: 500}, tableBatch, ptr(Transient)},
+		{"code 503", fetest.Fault{Code: 503}, tableBatch, ptr(Transient)},
+		{"code 42", fetest.Fault{Code: 42}, tableBatch, ptr(Deterministic)},
+		{"HTTP 500", fetest.Fault{HTTPStatus: 500}, tableBatch, ptr(Transient)},
+		{"HTTP 502", fetest.Fault{HTTPStatus: 502}, tableBatch, ptr(Transient)},
+		{"HTTP 401 from a proxy", fetest.Fault{HTTPStatus: 401}, tableBatch, ptr(Auth)},
+		{"HTTP 400", fetest.Fault{HTTPStatus: 400}, tableBatch, ptr(Deterministic)},
+		{"code 0 with a string in data", fetest.Fault{Body: `{"msg":"success","code":0,"data":"Failed to execute sql: boom","count":0}`}, tableBatch, ptr(Deterministic)},
+		{"code 0 with null data", fetest.Fault{Body: `{"msg":"success","code":0,"data":null,"count":0}`}, tableBatch, ptr(Deterministic)},
+		{"code 0 escaping does not exist", fetest.Fault{Body: `{"msg":"success","code":0,"data":"Table [t] does not exist in database [d].","count":0}`}, tableBatch, nil},
+		{"not an envelope", fetest.Fault{Body: "<html>proxy login</html>"}, tableBatch, ptr(Auth)},
+		{"JSON without a code", fetest.Fault{Body: `{"status":"ok"}`}, tableBatch, ptr(Auth)},
+	}
+	a := newDorisFor(t, fe.URL, "pw", 0)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fe.ClearFaults()
+			f := c.fault
+			f.Times = 1
+			fe.InjectFault(f)
+			before := len(fe.Statements())
+			err := a.Apply(context.Background(), c.b)
+			if len(fe.Statements()) == before {
+				t.Fatal("nothing reached the FE")
+			}
+			checkClass(t, err, c.want)
+		})
+	}
+}
+
+func ptr(c Class) *Class { return &c }
+
+func checkClass(t *testing.T, err error, want *Class) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("want success, got %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("want a %s error, got success", *want)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want an *Error, got %T %v", err, err)
+	}
+	if got := ClassOf(err); got != *want {
+		t.Fatalf("class %s, want %s: %v", got, *want, err)
+	}
+}
+
+func TestDorisFailuresOutsideTheEnvelope(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{Password: "pw"})
+	defer fe.Close()
+	b := ops(addP("d", "t", "p=1"))
+
+	t.Run("wrong password", func(t *testing.T) {
+		err := newDorisFor(t, fe.URL, "wrong", 0).Apply(context.Background(), b)
+		checkClass(t, err, ptr(Auth))
+	})
+	t.Run("timeout", func(t *testing.T) {
+		fe.InjectFault(fetest.Fault{Delay: 10 * time.Second, Times: 1})
+		defer fe.ClearFaults()
+		err := newDorisFor(t, fe.URL, "pw", 50*time.Millisecond).Apply(context.Background(), b)
+		checkClass(t, err, ptr(Transient))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a statement timeout should say so: %v", err)
+		}
+	})
+	t.Run("caller cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := newDorisFor(t, fe.URL, "pw", 0).Apply(ctx, b)
+		checkClass(t, err, ptr(Transient))
+	})
+	t.Run("invalid batch is not sent", func(t *testing.T) {
+		before := len(fe.Statements())
+		for _, bad := range []change.Batch{
+			ops(change.Descriptor{Op: change.AddPartitions, DB: "d", Table: "t"}),
+			ops(addP("d", "t\xff", "p=1")),
+			{Catalog: "", To: 1},
+			{Catalog: "hive", From: 5, To: 4},
+		} {
+			err := newDorisFor(t, fe.URL, "pw", 0).Apply(context.Background(), bad)
+			checkClass(t, err, ptr(Deterministic))
+		}
+		if len(fe.Statements()) != before {
+			t.Errorf("an invalid batch reached the FE: %q", fe.Statements()[before:])
+		}
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		fe.Down()
+		defer func() {
+			if err := fe.Up(); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		err := newDorisFor(t, fe.URL, "pw", 0).Apply(context.Background(), b)
+		checkClass(t, err, ptr(Transient))
+	})
+}
+
+func TestDorisCheck(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{Password: "pw"})
+	defer fe.Close()
+	if err := newDorisFor(t, fe.URL, "pw", 0).Check(context.Background()); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if got := fe.Statements(); !reflect.DeepEqual(got, []string{"SELECT 1"}) {
+		t.Errorf("Check sent %q, want SELECT 1", got)
+	}
+	checkClass(t, newDorisFor(t, fe.URL, "bad", 0).Check(context.Background()), ptr(Auth))
+	fe.Down()
+	checkClass(t, newDorisFor(t, fe.URL, "pw", 0).Check(context.Background()), ptr(Transient))
+}
+
+// TestDorisOneStatementInFlight drives one Applier from several goroutines
+// while the FE answers slowly; the FE records any overlapping request.
+func TestDorisOneStatementInFlight(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	fe.InjectFault(fetest.Fault{Delay: 5 * time.Millisecond})
+	a := newDorisFor(t, fe.URL, "", 0)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cat := string(rune('a' + i))
+			b := ops(addP("d", "t", "p=1"), addP("d", "u", "p=1"), reg("e", "v"))
+			b.Catalog = cat
+			errs <- a.Apply(context.Background(), b)
+			errs <- a.Check(context.Background())
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(fe.Statements()); got != 4*(4+1) {
+		t.Fatalf("FE received %d statements, want %d", got, 4*5)
+	}
+	if got := fe.Overlaps(); got != 0 {
+		t.Errorf("%d requests overlapped another one", got)
+	}
+}
+
+func TestMissingObject(t *testing.T) {
+	cases := map[string]string{
+		"Failed to execute sql: errCode = 2, detailMessage = Table [t] does not exist in database [d].": "table",
+		"errCode = 2, detailMessage = Database [d] does not exist in catalog [c].":                      "database",
+		"errCode = 2, detailMessage = Unknown catalog 'c'":                                              "catalog",
+		"Catalog c doesn't exist":         "catalog",
+		"Unknown database 'x'":            "database",
+		"Table my_catalog does not exist": "table",
+		"something does not exist":        "object",
+		"Syntax error near catalog":       "",
+	}
+	for text, want := range cases {
+		if got := missingObject(text); got != want {
+			t.Errorf("%q: got %q, want %q", text, got, want)
+		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	for _, c := range []Config{
+		{Dialect: "mysql", URL: "http://x:1"},
+		{Dialect: "doris", URL: ""},
+		{Dialect: "doris", URL: "ftp://x:1"},
+		{Dialect: "doris", URL: "http://root:pw@x:1"},
+		{Dialect: "native", URL: "http://x:1?a=b"},
+		{Dialect: "doris", URL: "http://x:1", Timeout: -time.Second},
+		{Dialect: "doris", URL: "http://x:1", Scope: "everywhere"},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("%+v: want an error", c)
+		}
+	}
+	a, err := New(Config{Dialect: "doris", URL: "http://x:1/", Scope: ScopeLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Scope() != ScopeLocal {
+		t.Errorf("forced scope ignored: %s", a.Scope())
+	}
+}

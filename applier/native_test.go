@@ -1,0 +1,137 @@
+package applier
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+
+	"github.com/hmssync/hmssync/applier/fetest"
+	"github.com/hmssync/hmssync/change"
+)
+
+func newNativeFor(t *testing.T, url, password string) *Native {
+	t.Helper()
+	a, err := New(Config{Dialect: DialectNative, URL: url, User: "root", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.(*Native)
+}
+
+func TestNativeRoundTrip(t *testing.T) {
+	truth := fetest.Truth{"d": {"t": {"p=1"}}}
+	fe := fetest.NewServer(fetest.Options{Password: "pw", Loader: func(context.Context, string) (fetest.Truth, error) { return truth, nil }})
+	defer fe.Close()
+	a := newNativeFor(t, fe.URL, "pw")
+	ctx := context.Background()
+	if a.Dialect() != "native" || a.Scope() != ScopeLocal {
+		t.Errorf("dialect %q scope %q, want native local", a.Dialect(), a.Scope())
+	}
+	if err := a.Check(ctx); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if id, err := a.AppliedEventID(ctx, "hive"); err != nil || id != -1 {
+		t.Fatalf("AppliedEventID before any batch: %d, %v; want -1", id, err)
+	}
+
+	full := change.Batch{Catalog: "hive", From: -1, To: 7, FullRefresh: true}
+	incr := change.Batch{Catalog: "hive", From: 7, To: 9, Changes: []change.Descriptor{
+		{EventID: 8, Op: change.AddPartitions, DB: "d", Table: "t", Partitions: []string{"p=2"}, UpdateTime: 100},
+		{EventID: 9, Op: change.RenameTable, DB: "d", Table: "t", DBAfter: "d", TableAfter: "t2", UpdateTime: 101},
+	}}
+	for _, b := range []change.Batch{full, incr, incr} { // the repeat must be a no-op
+		if err := a.Apply(ctx, b); err != nil {
+			t.Fatalf("Apply %+v: %v", b, err)
+		}
+	}
+	if d := fetest.Diff(fetest.Truth{"d": {"t2": {"p=1", "p=2"}}}, fe.Snapshot("hive")); d != "" {
+		t.Errorf("FE cache: %s", d)
+	}
+	if id, err := a.AppliedEventID(ctx, "hive"); err != nil || id != 9 {
+		t.Errorf("AppliedEventID: %d, %v; want 9", id, err)
+	}
+	full.Changes = []change.Descriptor{} // sent as [] rather than null
+	want := []change.Batch{full, incr, incr}
+	if got := fe.Changes(); !reflect.DeepEqual(got, want) {
+		t.Errorf("FE received\n  %+v\nwant\n  %+v", got, want)
+	}
+}
+
+func TestNativeCatalogNameIsEscapedInThePath(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	a := newNativeFor(t, fe.URL, "")
+	name := "a/b c?d#e%f"
+	if err := a.Apply(context.Background(), change.Batch{Catalog: name, From: 0, To: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fe.Changes(); len(got) != 1 || got[0].Catalog != name {
+		t.Errorf("FE saw catalog %+v, want %q", got, name)
+	}
+	if got := fe.AppliedEventID(name); got != 1 {
+		t.Errorf("applied id of %q: %d, want 1", name, got)
+	}
+}
+
+func TestNativeErrorClasses(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{Password: "pw"})
+	defer fe.Close()
+	b := change.Batch{Catalog: "hive", From: 0, To: 1, Changes: []change.Descriptor{{EventID: 1, Op: change.RefreshTable, DB: "d", Table: "t"}}}
+	cases := []struct {
+		name  string
+		fault fetest.Fault
+		want  Class
+	}{
+		{"401", fetest.Fault{HTTPStatus: 401}, Auth},
+		{"403", fetest.Fault{HTTPStatus: 403}, Auth},
+		{"400", fetest.Fault{HTTPStatus: 400}, Deterministic},
+		{"404", fetest.Fault{HTTPStatus: 404}, Deterministic},
+		{"422", fetest.Fault{HTTPStatus: 422}, Deterministic},
+		{"500", fetest.Fault{HTTPStatus: 500}, Transient},
+		{"503", fetest.Fault{HTTPStatus: 503}, Transient},
+	}
+	a := newNativeFor(t, fe.URL, "pw")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.fault
+			f.Times = 1
+			fe.InjectFault(f)
+			checkClass(t, a.Apply(context.Background(), b), &c.want)
+		})
+	}
+	t.Run("2xx is success", func(t *testing.T) {
+		fe.InjectFault(fetest.Fault{HTTPStatus: 204, Body: " ", Times: 1})
+		checkClass(t, a.Apply(context.Background(), b), nil)
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		checkClass(t, newNativeFor(t, fe.URL, "nope").Apply(context.Background(), b), ptr(Auth))
+		checkClass(t, newNativeFor(t, fe.URL, "nope").Check(context.Background()), ptr(Auth))
+	})
+	t.Run("invalid descriptor is not sent", func(t *testing.T) {
+		before := len(fe.Changes())
+		bad := change.Batch{Catalog: "hive", To: 1, Changes: []change.Descriptor{{EventID: 1, Op: change.RenameTable, DB: "d", Table: "t"}}}
+		checkClass(t, a.Apply(context.Background(), bad), ptr(Deterministic))
+		if len(fe.Changes()) != before {
+			t.Error("an invalid batch reached the FE")
+		}
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		fe.Down()
+		defer func() { _ = fe.Up() }()
+		checkClass(t, a.Apply(context.Background(), b), ptr(Transient))
+		checkClass(t, a.Check(context.Background()), ptr(Transient))
+	})
+}
+
+func TestNativeCheckOfAnFEWithoutTheProtocol(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	checkClass(t, newNativeFor(t, srv.URL, "").Check(context.Background()), ptr(Auth))
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"protocol":"hmssync-fe","versions":[2]}`))
+	}))
+	defer other.Close()
+	checkClass(t, newNativeFor(t, other.URL, "").Check(context.Background()), ptr(Auth))
+}
