@@ -25,6 +25,10 @@ type Store struct {
 	err     error // invalid prefix or cluster: every method returns it
 
 	watchRestarts atomic.Int64
+	// beforeWatch, when set (tests only), runs between a watch's read of the key
+	// and the start of its watch: the one moment at which a compaction makes the
+	// watch fail with ErrCompacted deterministically.
+	beforeWatch func(key string, readRev int64)
 }
 
 // New returns the store of cluster under prefix ("" means /hmssync). It does not

@@ -30,6 +30,9 @@ func (s *Store) watchKey(ctx context.Context, key string, update func(kv *mvccpb
 			continue
 		}
 		update(kv)
+		if s.beforeWatch != nil {
+			s.beforeWatch(key, rev)
+		}
 
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		wch := s.cli.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
