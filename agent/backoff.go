@@ -3,21 +3,13 @@ package agent
 import (
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // newBackoff is the retry-in-place policy for transient failures: exponential,
-// capped, with ±50% jitter so that sidecars hitting the same outage do not retry in
-// lock-step. It never gives up: a sidecar keeps trying until it is stopped.
-func newBackoff(r Retry) *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = r.Initial
-	b.MaxInterval = r.Max
-	b.Multiplier = 2
-	b.RandomizationFactor = 0.5
-	b.MaxElapsedTime = 0
-	b.Reset()
-	return b
+// capped, with jitter, never giving up (a sidecar keeps trying until it is stopped).
+func newBackoff(r Retry) *retry.Delay {
+	return retry.NewDelay(r.Initial, r.Max)
 }
 
 func (r Retry) orDefault() Retry {
@@ -38,9 +30,5 @@ func (r Retry) orDefault() Retry {
 
 // jitter returns d ±20%, for the slow auth retry.
 func jitter(d time.Duration) time.Duration {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = d
-	b.RandomizationFactor = 0.2
-	b.Reset()
-	return b.NextBackOff()
+	return retry.Jitter(d, 0.2)
 }

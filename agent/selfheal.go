@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // poisonError is an event that cannot be decoded: retrying cannot help.
@@ -84,7 +84,7 @@ func classLabel(err error) string {
 // step. Deterministic failures self-heal (cursor -1: the next step full-refreshes
 // and so jumps past the poison); transient ones back off exponentially with
 // jitter; authentication failures retry slowly and loudly and never reset.
-func (l *catalogLoop) failed(err error, bo *backoff.ExponentialBackOff) time.Duration {
+func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 	switch classify(err) {
 	case classRoleLost:
 		l.log.Info("master role ended during a step; continuing as follower", zap.Error(err))
@@ -108,7 +108,7 @@ func (l *catalogLoop) failed(err error, bo *backoff.ExponentialBackOff) time.Dur
 				// itself by another full refresh at once: back off.
 				l.log.Error("FE rejected the full refresh; retrying with backoff", fields...)
 				l.a.m.retries.WithLabelValues(l.cat.Name, "deterministic").Inc()
-				return bo.NextBackOff()
+				return bo.Next()
 			}
 		}
 		l.a.m.selfHeals.WithLabelValues(l.cat.Name, reason).Inc()
@@ -129,7 +129,7 @@ func (l *catalogLoop) failed(err error, bo *backoff.ExponentialBackOff) time.Dur
 	default:
 		l.recordErr(err, false)
 		l.a.m.retries.WithLabelValues(l.cat.Name, "transient").Inc()
-		wait := bo.NextBackOff()
+		wait := bo.Next()
 		l.log.Warn("transient failure; retrying in place", zap.Error(err), zap.Int64("cursor", l.own), zap.Duration("retry_in", wait))
 		return wait
 	}

@@ -3,11 +3,11 @@ package agent
 import (
 	"context"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // signal is a broadcast: waiters take the current channel, and the next change
@@ -94,7 +94,7 @@ func (w *masterCursorWatch) run(ctx context.Context) {
 		// gave up (etcd gone for long). Start over after a pause.
 		w.m.watchRestarts.WithLabelValues("master_cursor").Inc()
 		w.log.Warn("master cursor watch ended; restarting", zap.String("catalog", w.catalog), zap.Bool("delivered", got))
-		if !sleepCtx(ctx, bo.NextBackOff()) {
+		if !retry.Sleep(ctx, bo.Next()) {
 			return
 		}
 	}
@@ -170,20 +170,8 @@ func (w *pauseWatch) run(ctx context.Context) {
 		}
 		w.m.watchRestarts.WithLabelValues("pause").Inc()
 		w.log.Warn("pause watch ended; restarting")
-		if !sleepCtx(ctx, bo.NextBackOff()) {
+		if !retry.Sleep(ctx, bo.Next()) {
 			return
 		}
-	}
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether the full wait elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // DefaultStatusInterval is the least time between two status writes: an agent
@@ -68,7 +70,7 @@ func (p *StatusPublisher) Run(ctx context.Context) error {
 	s := p.s
 	key := s.keys.status(p.member)
 	log := s.log.With(zap.String("key", key))
-	delay := newRetryDelay(100*time.Millisecond, p.ttl)
+	delay := retry.NewDelay(100*time.Millisecond, p.ttl)
 	for {
 		// Nothing to say yet: wait for the first Update.
 		if !p.pending() {
@@ -86,7 +88,7 @@ func (p *StatusPublisher) Run(ctx context.Context) error {
 				return nil
 			}
 			log.Warn("cannot grant the status lease; retrying", zap.Error(err))
-			delay.wait(ctx)
+			delay.Wait(ctx)
 			p.poke()
 			continue
 		}
@@ -102,7 +104,7 @@ func (p *StatusPublisher) Run(ctx context.Context) error {
 		}
 		log.Warn("status lease lost; publishing again with a new lease", zap.Error(err))
 		p.poke()
-		delay.wait(ctx)
+		delay.Wait(ctx)
 	}
 }
 
@@ -126,7 +128,7 @@ func (p *StatusPublisher) publish(ctx context.Context, key string, lease clientv
 	dirty := true
 	var last time.Time
 	var wake <-chan time.Time
-	delay := newRetryDelay(100*time.Millisecond, p.ttl/3)
+	delay := retry.NewDelay(100*time.Millisecond, p.ttl/3)
 	for {
 		if dirty && wake == nil {
 			if wait := p.interval - time.Since(last); !last.IsZero() && wait > 0 {
@@ -136,12 +138,12 @@ func (p *StatusPublisher) publish(ctx context.Context, key string, lease clientv
 				switch {
 				case err == nil:
 					dirty, last = false, time.Now()
-					delay.reset()
+					delay.Reset()
 				case errors.Is(err, rpctypes.ErrLeaseNotFound):
 					return err
 				default:
 					s.log.Warn("cannot publish status; retrying", zap.String("key", key), zap.Error(err))
-					wake = time.After(delay.step())
+					wake = time.After(delay.Next())
 				}
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // watchKey calls update with key's current state (nil when absent) and then with
@@ -19,13 +21,13 @@ import (
 // for any reason but ctx (compaction, no leader, a closed stream) the key is read
 // again, so no change is lost and update sees the same state twice at most.
 func (s *Store) watchKey(ctx context.Context, key string, update func(kv *mvccpb.KeyValue)) {
-	delay := newRetryDelay(50*time.Millisecond, 2*s.timeout)
+	delay := retry.NewDelay(50*time.Millisecond, 2*s.timeout)
 	for ctx.Err() == nil {
 		kv, rev, err := s.get(ctx, key)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("watch: cannot read the key; retrying", zap.String("key", key), zap.Error(err))
-				delay.wait(ctx)
+				delay.Wait(ctx)
 			}
 			continue
 		}
@@ -45,7 +47,7 @@ func (s *Store) watchKey(ctx context.Context, key string, update func(kv *mvccpb
 				}
 				break
 			}
-			delay.reset()
+			delay.Reset()
 			for _, ev := range wr.Events {
 				if ev.Type == mvccpb.DELETE {
 					update(nil)
@@ -59,7 +61,7 @@ func (s *Store) watchKey(ctx context.Context, key string, update func(kv *mvccpb
 			return
 		}
 		s.watchRestarts.Add(1)
-		delay.wait(ctx)
+		delay.Wait(ctx)
 	}
 }
 

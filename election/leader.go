@@ -6,6 +6,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // followLeader keeps e.leader equal to the value of the candidate key with the
@@ -15,7 +17,7 @@ import (
 func (e *Elector) followLeader(ctx context.Context) {
 	cli := e.cfg.Client
 	prefix := e.cfg.Prefix + "/"
-	delay := newRetryDelay(100*time.Millisecond, 2*e.cfg.RequestTimeout)
+	delay := retry.NewDelay(100*time.Millisecond, 2*e.cfg.RequestTimeout)
 	for ctx.Err() == nil {
 		rev, err := e.readLeader(ctx, prefix)
 		if err != nil {
@@ -24,10 +26,10 @@ func (e *Elector) followLeader(ctx context.Context) {
 			}
 			e.setLeader("")
 			e.log.Debug("cannot read the election leader", zap.Error(err))
-			delay.wait(ctx)
+			delay.Wait(ctx)
 			continue
 		}
-		delay.reset()
+		delay.Reset()
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		wch := cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 		for wr := range wch {
@@ -41,11 +43,11 @@ func (e *Elector) followLeader(ctx context.Context) {
 			if _, err := e.readLeader(ctx, prefix); err != nil {
 				break
 			}
-			delay.reset()
+			delay.Reset()
 		}
 		cancel()
 		// A watch that keeps failing at once must not spin.
-		delay.wait(ctx)
+		delay.Wait(ctx)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // Run campaigns until ctx ends: it waits for the gate, campaigns with a fresh
@@ -23,7 +25,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	wg.Go(func() { e.followLeader(ctx) })
 	defer wg.Wait()
 
-	delay := newRetryDelay(100*time.Millisecond, e.cfg.LeaseTTL)
+	delay := retry.NewDelay(100*time.Millisecond, e.cfg.LeaseTTL)
 	for {
 		if !e.waitGate(ctx) {
 			return nil
@@ -33,11 +35,11 @@ func (e *Elector) Run(ctx context.Context) error {
 			return nil
 		}
 		if err == nil {
-			delay.reset()
+			delay.Reset()
 			continue
 		}
 		e.log.Warn("campaign failed; retrying", zap.Error(err))
-		if !delay.wait(ctx) {
+		if !delay.Wait(ctx) {
 			return nil
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // termState is the bookkeeping of one mastership.
@@ -118,7 +120,7 @@ func (e *Elector) hold(ctx context.Context, sess *concurrency.Session, ts *termS
 // that happened meanwhile is missed.
 func (e *Elector) watchOwnKey(ctx context.Context, tok Token, from int64) string {
 	cli := e.cfg.Client
-	delay := newRetryDelay(100*time.Millisecond, e.cfg.RequestTimeout)
+	delay := retry.NewDelay(100*time.Millisecond, e.cfg.RequestTimeout)
 	for {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		wch := cli.Watch(wctx, tok.Key, clientv3.WithRev(from))
@@ -149,7 +151,7 @@ func (e *Elector) watchOwnKey(ctx context.Context, tok Token, from int64) string
 		switch {
 		case err != nil:
 			e.log.Warn("cannot confirm own leader key; the lease decides", zap.String("key", tok.Key), zap.Error(err))
-			if !delay.wait(ctx) {
+			if !delay.Wait(ctx) {
 				return ""
 			}
 		case len(get.Kvs) == 0:
@@ -158,7 +160,7 @@ func (e *Elector) watchOwnKey(ctx context.Context, tok Token, from int64) string
 			return "leader key " + tok.Key + " replaced"
 		default:
 			from = get.Header.Revision + 1
-			delay.reset()
+			delay.Reset()
 		}
 	}
 }

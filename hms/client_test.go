@@ -95,6 +95,27 @@ func TestNextEventsGap(t *testing.T) {
 	}
 }
 
+// A listener TTL can clean every event, leaving an empty log while the current
+// id stays where it was: a consumer behind it has missed changes (found against
+// Hive 4, whose cleaner empties an idle log).
+func TestNextEventsGapWhenTheWholeLogWasCleaned(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	appendN(s, 10, "OPEN_TXN")
+	s.Clean(11)
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	for _, skip := range [][]string{nil, {"OPEN_TXN"}} {
+		f, err := c.NextEvents(ctxT(t), 4, 100, skip)
+		if err != nil || f.Continuity != hms.Gap || len(f.Events) != 0 || f.Current != 10 {
+			t.Fatalf("NextEvents(4, skip %v) on an emptied log = %+v, %v; want a gap, current 10", skip, f, err)
+		}
+	}
+	// A consumer that had read everything lost nothing.
+	if f, err := c.NextEvents(ctxT(t), 10, 100, nil); err != nil || f.Continuity != hms.Contiguous {
+		t.Fatalf("NextEvents(10) on an emptied log = %+v, %v; want contiguous", f, err)
+	}
+}
+
 func TestNextEventsSkipList(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()

@@ -98,7 +98,8 @@ func (c *conn) close() { c.nc.Close() }
 func serverAnswered(err error) bool {
 	var ae thrift.TApplicationException
 	var me *hmsthrift.MetaException
-	return errors.As(err, &ae) || errors.As(err, &me)
+	var nso *hmsthrift.NoSuchObjectException
+	return errors.As(err, &ae) || errors.As(err, &me) || errors.As(err, &nso)
 }
 
 // netTransport is a thrift.TTransport over a net.Conn that, unlike thrift.TSocket,

@@ -59,7 +59,8 @@ type Fetch struct {
 // classifies the batch (SPEC §2 step 5): ids at or below after and repeated ids
 // are dropped; a first id beyond after+1 is a Gap (with a skip list, only if the
 // oldest retained event is beyond after+1); an empty batch with the current id
-// below after is a Reset.
+// below after is a Reset, and one with the current id above after is a Gap when
+// the oldest retained event is beyond after+1 or the log is empty.
 func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes []string) (Fetch, error) {
 	raw, err := c.nextNotification(ctx, after, max, skipTypes)
 	if err != nil {
@@ -92,8 +93,22 @@ func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes
 			return Fetch{}, err
 		}
 		f.Current = cur
-		if cur < after {
+		switch {
+		case cur < after:
 			f.Continuity = Reset
+		case cur > after:
+			// Nothing came back although the log moved on: every event after
+			// the cursor was cleaned (a listener TTL can empty the whole log),
+			// or they were all skipped, or they were written after the fetch.
+			// The oldest retained event tells: at or before after+1, nothing
+			// was lost.
+			oldest, ok, err := c.OldestEventID(ctx)
+			if err != nil {
+				return Fetch{}, err
+			}
+			if !ok || oldest > after+1 {
+				f.Continuity = Gap
+			}
 		}
 	case first > after+1:
 		f.Continuity = Gap

@@ -7,7 +7,7 @@ import "github.com/urfave/cli/v2"
 func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "dev",
-		Usage:       "run hmssync's fake metastore or fake FE as a process",
-		Subcommands: []*cli.Command{devHMSCommand(), devFECommand()},
+		Usage:       "run hmssync's fake metastore, fake FE or a single-node etcd as a process",
+		Subcommands: []*cli.Command{devHMSCommand(), devFECommand(), devEtcdCommand()},
 	}
 }

@@ -44,6 +44,7 @@ func devFECommand() *cli.Command {
 				Usage: "URL answering a catalog's metastore content as JSON {db: {table: [partition, ...]}}; " +
 					"{catalog} in it is replaced by the catalog name. Without it REFRESH only records when it happened"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug logs every statement and batch"},
+			devFEMetastoreFlag(),
 		},
 		Action: runDevFE,
 	}
@@ -66,6 +67,11 @@ func runDevFE(c *cli.Context) error {
 		}
 		opts.Loader = truthLoader(u)
 	}
+	closeMetastore, err := devFEMetastoreLoader(c, &opts)
+	if err != nil {
+		return err
+	}
+	defer closeMetastore()
 
 	var servers []*fetest.Server
 	if c.Bool("independent") {

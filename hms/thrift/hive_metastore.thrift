@@ -26,6 +26,10 @@ exception MetaException {
   1: string message
 }
 
+exception NoSuchObjectException {
+  1: string message
+}
+
 struct NotificationEventRequest {
   1: required i64 lastEvent,
   2: optional i32 maxEvents,
@@ -68,6 +72,9 @@ struct NotificationEventsCountResponse {
 
 service ThriftHiveMetastore extends FacebookService {
   list<string> get_all_databases() throws (1: MetaException o1),
+  list<string> get_all_tables(1: string db_name) throws (1: MetaException o1),
+  list<string> get_partition_names(1: string db_name, 2: string tbl_name, 3: i16 max_parts = -1)
+    throws (1: NoSuchObjectException o1, 2: MetaException o2),
   list<string> set_ugi(1: string user_name, 2: list<string> group_names) throws (1: MetaException o1),
   NotificationEventResponse get_next_notification(1: NotificationEventRequest rqst),
   CurrentNotificationEventId get_current_notificationEventId(),

@@ -9,11 +9,12 @@
 #   decode      `hmssync events decode` of the metastore's own events = the expected descriptors
 #   tail        `hmssync events tail --decode` over Thrift from the real metastore = the expected
 #               descriptors (the client and the decoder together)
-# Once per run (Hive 4, json), when the sidecar exists (`hmssync run`, `hmssync dev fe`):
-#   converge    three sidecars (embedded etcd, fake FEs) converge on the metastore's state,
-#               also after the master is killed
-#   cleanup     events cleaned by a short listener TTL cause exactly one full refresh
+# Once per run (Hive 4, json; sidecar-checks.sh, using `hmssync run`, `dev fe --hms`, `dev etcd`):
+#   converge    three sidecars (one etcd, native dialect, a fake FE each loading from the metastore)
+#               converge on the metastore's state, also after the master is killed
 #   restart     a metastore restart in the middle is survived without a full refresh
+#   cleanup     events cleaned by a short listener TTL cause exactly one full refresh (reason gap)
+#               in each sidecar that was behind them
 # A check whose hmssync command is not built yet is SKIPPED (REALHMS_STRICT=1 makes that a failure).
 #
 # Environment: REALHMS_PROFILES (default "hive4 hive3"), REALHMS_FORMATS (default "json gzip"),

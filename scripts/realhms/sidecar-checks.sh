@@ -1,22 +1,24 @@
 # shellcheck shell=bash
 # Sourced by run-e2e.sh (uses its log/pass/fail/skip, start_hms/stop_hms, java_main, HMSSYNC, CP,
-# WORK, STARTED_PIDS). The sidecar checks against the real Hive 4 metastore (json encoding):
-#   converge  three sidecars (native dialect, one fake FE each, one etcd) converge on the
-#             metastore's state; the master is killed (SIGKILL) and the other two converge on
-#             the changes made after that
+# WORK, STARTED_PIDS). The sidecar checks against the real Hive 4 metastore (json encoding), with
+# three `hmssync run` sidecars (native dialect, one fake FE each, `hmssync dev etcd`):
+#   converge  the three sidecars converge on the metastore's state (every FE's cache = what the Hive
+#             client lists: databases, tables, partition names); the master is killed (SIGKILL)
+#             and the other two converge on the changes made after that
 #   restart   the metastore is stopped and started again on the same database and port while two
-#             sidecars run; they converge on later changes with no full refresh
-#   cleanup   with the sidecars stopped, changes are made and the listener's short TTL cleans them
-#             from the log; one sidecar started again does exactly one full refresh and converges
+#             sidecars run; they converge on later changes with no full refresh (the sum of
+#             hmssync_full_refreshes_total over both does not move)
+#   cleanup   with every sidecar stopped, changes are made and the listener's short TTL cleans them
+#             (it empties the log, as on an idle metastore); the two sidecars started again (both behind the cleaned range) each do
+#             exactly one full refresh, with reason "gap", and converge
 #
 # What this needs from hmssync (checked by sidecar_missing; the checks are skipped until then):
 #   hmssync dev etcd --listen HOST:PORT --dir DIR      a single-node etcd until SIGTERM
-#   hmssync dev fe --listen HOST:PORT --hms URI        a fake FE whose full refresh loads from the
-#                                                      metastore; GET /dev/snapshot?catalog=hive
-#                                                      answers {"db":{"table":["part=..",..]}}
+#   hmssync dev fe --listen HOST:PORT --hms URI        a fake FE whose caches load from the
+#                                                      metastore; GET /_fetest/state shows them
 #   hmssync run --config F --member M --etcd-endpoints URL --fe-url URL --fe-dialect native
 #               --http-listen HOST:PORT                /master 200 on the master only; /metrics has
-#                                                      hmssync_full_refreshes_total
+#                                                      hmssync_full_refreshes_total{reason=...}
 
 sidecar_missing() {
 	local h
@@ -94,13 +96,31 @@ sidecar_checks() {
 		start_bg "$SC/fe$i.log" "$HMSSYNC" dev fe --listen "${FE_ADDR[$i]}" --hms "$HMS_URI"
 		wait_port "${FE_ADDR[$i]}" 60 || { fail "sidecars: fake FE $i did not start"; return; }
 	done
+	# Short lease and backoff so that a killed master is replaced, and a restarted metastore is
+	# found again, within seconds.
 	cat >"$SC/sidecar.yaml" <<-EOF
 		cluster: realhms-e2e
+		etcd:
+		  lease_ttl: 4s
+		  request_timeout: 1s
+		fe:
+		  health_interval: 1s
+		  unhealthy_grace: 5s
 		catalogs:
 		  - name: hive
 		    hms_uris: [$HMS_URI]
+		    hms_timeout: 10s
 		    poll_interval: 200ms
+		retry:
+		  initial: 100ms
+		  max: 2s
+		log:
+		  level: info
+		  format: json
+		shutdown_timeout: 5s
 	EOF
+	"$HMSSYNC" run --config "$SC/sidecar.yaml" --check-config >"$SC/sidecar.checked" 2>&1 ||
+		{ fail "sidecars: configuration refused: $(cat "$SC/sidecar.checked")"; return; }
 	for i in 1 2 3; do
 		start_sidecar "$i" || { fail "sidecars: sidecar $i did not listen"; return; }
 	done
@@ -155,30 +175,39 @@ sidecar_checks() {
 		cat "$SC/rst.cmp"
 	fi
 
-	# cleanup: sidecars stopped, changes made and cleaned by the TTL, one sidecar back.
+	# cleanup: every sidecar stopped, changes made and cleaned by the TTL, two sidecars back. Both
+	# were behind the cleaned range, so each must do exactly one full refresh, for the gap.
 	for i in "${rest[@]}"; do kill "${SC_PID[$i]}" 2>/dev/null || true; wait "${SC_PID[$i]}" 2>/dev/null || true; done
 	local before oldest cur
 	before=$(java_main EventDump --uri "$HMS_URI" --ids true | sed 's/.*current=//')
 	java_main Workload --uri "$HMS_URI" --prefix cln --expected "$SC/cln.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/cln.out" 2>&1 ||
 		{ fail "hive4/json cleanup: workload failed"; return; }
+	# Wait until the TTL has emptied the log, as it does on an idle metastore: nothing after the
+	# sidecars' cursor is left to read, only the current id shows that changes were made.
 	local deadline=$((SECONDS + 90))
 	while [ $SECONDS -lt $deadline ]; do
 		read -r oldest cur < <(java_main EventDump --uri "$HMS_URI" --ids true | sed 's/oldest=\([0-9]*\) current=\([0-9]*\)/\1 \2/')
-		# Cleaned past the sidecars' cursor: the event after it is gone (an empty log has oldest 0).
-		if [ "$oldest" -eq 0 ] || [ "$oldest" -gt $((before + 1)) ]; then break; fi
+		[ "$oldest" -eq 0 ] && break # an empty log has oldest 0
 		sleep 1
 	done
-	log "cleanup: sidecars stopped at event $before; the log now holds ($oldest..$cur]"
-	local k=${rest[0]}
-	r0=$(java_main SidecarProbe full-refreshes --http "http://${SC_ADDR[$k]}" 2>/dev/null || echo 0)
-	start_sidecar "$k" || { fail "hive4/json cleanup: sidecar m$k did not come back"; return; }
-	if java_main SidecarProbe converge --hms "$HMS_URI" --fe "http://${FE_ADDR[$k]}" --timeout 120 >"$SC/cln.cmp"; then
-		r1=$(java_main SidecarProbe full-refreshes --http "http://${SC_ADDR[$k]}")
-		# A restarted process starts its counters at zero: the one full refresh is the whole count.
-		if [ "$r1" -eq 1 ]; then
-			pass "hive4/json cleanup: events cleaned, exactly one full refresh, converged"
+	if [ "$oldest" -ne 0 ]; then
+		fail "hive4/json cleanup: the listener did not empty the log within 90s (it still holds events $oldest..$cur)"
+		return
+	fi
+	log "cleanup: sidecars stopped at event $before; events after it up to $cur were made and cleaned, the log is empty"
+	for i in "${rest[@]}"; do
+		start_sidecar "$i" || { fail "hive4/json cleanup: sidecar m$i did not come back"; return; }
+	done
+	if java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "${restfe[@]}")" --timeout 120 >"$SC/cln.cmp"; then
+		# A restarted process starts its counters at zero: its full refreshes since the restart are
+		# the whole count. Each must be 1 in all, and 1 with reason "gap".
+		local all gap
+		all=$(java_main SidecarProbe full-refreshes --http "$(urls "${restsc[@]}")" --each true)
+		gap=$(java_main SidecarProbe full-refreshes --http "$(urls "${restsc[@]}")" --each true --reason gap)
+		if [ "$all" = "1 1" ] && [ "$gap" = "1 1" ]; then
+			pass "hive4/json cleanup: events ($before..$cur] cleaned; each of m${rest[0]}, m${rest[1]} did exactly one full refresh (gap) and converged"
 		else
-			fail "hive4/json cleanup: $r1 full refreshes after the cleaned gap (want exactly 1; before restart $r0)"
+			fail "hive4/json cleanup: full refreshes per sidecar after the cleaned gap: $all (of them for the gap: $gap); want exactly 1 each, for the gap"
 		fi
 	else
 		fail "hive4/json cleanup: no convergence after the cleaned gap"

@@ -220,6 +220,127 @@ func (MetaException) TExceptionType() thrift.TExceptionType {
 var _ thrift.TException = (*MetaException)(nil)
 
 // Attributes:
+//   - Message
+type NoSuchObjectException struct {
+	Message string `thrift:"message,1" db:"message" json:"message"`
+}
+
+func NewNoSuchObjectException() *NoSuchObjectException {
+	return &NoSuchObjectException{}
+}
+
+func (p *NoSuchObjectException) GetMessage() string {
+	return p.Message
+}
+func (p *NoSuchObjectException) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *NoSuchObjectException) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Message = v
+	}
+	return nil
+}
+
+func (p *NoSuchObjectException) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "NoSuchObjectException"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *NoSuchObjectException) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "message", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:message: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Message)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.message (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:message: ", p), err)
+	}
+	return err
+}
+
+func (p *NoSuchObjectException) Equals(other *NoSuchObjectException) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Message != other.Message {
+		return false
+	}
+	return true
+}
+
+func (p *NoSuchObjectException) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("NoSuchObjectException(%+v)", *p)
+}
+
+func (p *NoSuchObjectException) Error() string {
+	return p.String()
+}
+
+func (NoSuchObjectException) TExceptionType() thrift.TExceptionType {
+	return thrift.TExceptionTypeCompiled
+}
+
+var _ thrift.TException = (*NoSuchObjectException)(nil)
+
+// Attributes:
 //   - LastEvent
 //   - MaxEvents
 //   - EventTypeSkipList
@@ -2527,6 +2648,14 @@ type ThriftHiveMetastore interface {
 
 	GetAllDatabases(ctx context.Context) (_r []string, _err error)
 	// Parameters:
+	//  - DbName
+	GetAllTables(ctx context.Context, db_name string) (_r []string, _err error)
+	// Parameters:
+	//  - DbName
+	//  - TblName
+	//  - MaxParts
+	GetPartitionNames(ctx context.Context, db_name string, tbl_name string, max_parts int16) (_r []string, _err error)
+	// Parameters:
 	//  - UserName
 	//  - GroupNames
 	SetUgi(ctx context.Context, user_name string, group_names []string) (_r []string, _err error)
@@ -2575,15 +2704,13 @@ func (p *ThriftHiveMetastoreClient) GetAllDatabases(ctx context.Context) (_r []s
 }
 
 // Parameters:
-//   - UserName
-//   - GroupNames
-func (p *ThriftHiveMetastoreClient) SetUgi(ctx context.Context, user_name string, group_names []string) (_r []string, _err error) {
-	var _args21 ThriftHiveMetastoreSetUgiArgs
-	_args21.UserName = user_name
-	_args21.GroupNames = group_names
-	var _result23 ThriftHiveMetastoreSetUgiResult
+//   - DbName
+func (p *ThriftHiveMetastoreClient) GetAllTables(ctx context.Context, db_name string) (_r []string, _err error) {
+	var _args21 ThriftHiveMetastoreGetAllTablesArgs
+	_args21.DbName = db_name
+	var _result23 ThriftHiveMetastoreGetAllTablesResult
 	var _meta22 thrift.ResponseMeta
-	_meta22, _err = p.Client_().Call(ctx, "set_ugi", &_args21, &_result23)
+	_meta22, _err = p.Client_().Call(ctx, "get_all_tables", &_args21, &_result23)
 	p.SetLastResponseMeta_(_meta22)
 	if _err != nil {
 		return
@@ -2597,34 +2724,82 @@ func (p *ThriftHiveMetastoreClient) SetUgi(ctx context.Context, user_name string
 }
 
 // Parameters:
-//   - Rqst
-func (p *ThriftHiveMetastoreClient) GetNextNotification(ctx context.Context, rqst *NotificationEventRequest) (_r *NotificationEventResponse, _err error) {
-	var _args24 ThriftHiveMetastoreGetNextNotificationArgs
-	_args24.Rqst = rqst
-	var _result26 ThriftHiveMetastoreGetNextNotificationResult
+//   - DbName
+//   - TblName
+//   - MaxParts
+func (p *ThriftHiveMetastoreClient) GetPartitionNames(ctx context.Context, db_name string, tbl_name string, max_parts int16) (_r []string, _err error) {
+	var _args24 ThriftHiveMetastoreGetPartitionNamesArgs
+	_args24.DbName = db_name
+	_args24.TblName = tbl_name
+	_args24.MaxParts = max_parts
+	var _result26 ThriftHiveMetastoreGetPartitionNamesResult
 	var _meta25 thrift.ResponseMeta
-	_meta25, _err = p.Client_().Call(ctx, "get_next_notification", &_args24, &_result26)
+	_meta25, _err = p.Client_().Call(ctx, "get_partition_names", &_args24, &_result26)
 	p.SetLastResponseMeta_(_meta25)
 	if _err != nil {
 		return
 	}
-	if _ret27 := _result26.GetSuccess(); _ret27 != nil {
-		return _ret27, nil
+	switch {
+	case _result26.O1 != nil:
+		return _r, _result26.O1
+	case _result26.O2 != nil:
+		return _r, _result26.O2
+	}
+
+	return _result26.GetSuccess(), nil
+}
+
+// Parameters:
+//   - UserName
+//   - GroupNames
+func (p *ThriftHiveMetastoreClient) SetUgi(ctx context.Context, user_name string, group_names []string) (_r []string, _err error) {
+	var _args27 ThriftHiveMetastoreSetUgiArgs
+	_args27.UserName = user_name
+	_args27.GroupNames = group_names
+	var _result29 ThriftHiveMetastoreSetUgiResult
+	var _meta28 thrift.ResponseMeta
+	_meta28, _err = p.Client_().Call(ctx, "set_ugi", &_args27, &_result29)
+	p.SetLastResponseMeta_(_meta28)
+	if _err != nil {
+		return
+	}
+	switch {
+	case _result29.O1 != nil:
+		return _r, _result29.O1
+	}
+
+	return _result29.GetSuccess(), nil
+}
+
+// Parameters:
+//   - Rqst
+func (p *ThriftHiveMetastoreClient) GetNextNotification(ctx context.Context, rqst *NotificationEventRequest) (_r *NotificationEventResponse, _err error) {
+	var _args30 ThriftHiveMetastoreGetNextNotificationArgs
+	_args30.Rqst = rqst
+	var _result32 ThriftHiveMetastoreGetNextNotificationResult
+	var _meta31 thrift.ResponseMeta
+	_meta31, _err = p.Client_().Call(ctx, "get_next_notification", &_args30, &_result32)
+	p.SetLastResponseMeta_(_meta31)
+	if _err != nil {
+		return
+	}
+	if _ret33 := _result32.GetSuccess(); _ret33 != nil {
+		return _ret33, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "get_next_notification failed: unknown result")
 }
 
 func (p *ThriftHiveMetastoreClient) GetCurrentNotificationEventId(ctx context.Context) (_r *CurrentNotificationEventId, _err error) {
-	var _args28 ThriftHiveMetastoreGetCurrentNotificationEventIdArgs
-	var _result30 ThriftHiveMetastoreGetCurrentNotificationEventIdResult
-	var _meta29 thrift.ResponseMeta
-	_meta29, _err = p.Client_().Call(ctx, "get_current_notificationEventId", &_args28, &_result30)
-	p.SetLastResponseMeta_(_meta29)
+	var _args34 ThriftHiveMetastoreGetCurrentNotificationEventIdArgs
+	var _result36 ThriftHiveMetastoreGetCurrentNotificationEventIdResult
+	var _meta35 thrift.ResponseMeta
+	_meta35, _err = p.Client_().Call(ctx, "get_current_notificationEventId", &_args34, &_result36)
+	p.SetLastResponseMeta_(_meta35)
 	if _err != nil {
 		return
 	}
-	if _ret31 := _result30.GetSuccess(); _ret31 != nil {
-		return _ret31, nil
+	if _ret37 := _result36.GetSuccess(); _ret37 != nil {
+		return _ret37, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "get_current_notificationEventId failed: unknown result")
 }
@@ -2632,17 +2807,17 @@ func (p *ThriftHiveMetastoreClient) GetCurrentNotificationEventId(ctx context.Co
 // Parameters:
 //   - Rqst
 func (p *ThriftHiveMetastoreClient) GetNotificationEventsCount(ctx context.Context, rqst *NotificationEventsCountRequest) (_r *NotificationEventsCountResponse, _err error) {
-	var _args32 ThriftHiveMetastoreGetNotificationEventsCountArgs
-	_args32.Rqst = rqst
-	var _result34 ThriftHiveMetastoreGetNotificationEventsCountResult
-	var _meta33 thrift.ResponseMeta
-	_meta33, _err = p.Client_().Call(ctx, "get_notification_events_count", &_args32, &_result34)
-	p.SetLastResponseMeta_(_meta33)
+	var _args38 ThriftHiveMetastoreGetNotificationEventsCountArgs
+	_args38.Rqst = rqst
+	var _result40 ThriftHiveMetastoreGetNotificationEventsCountResult
+	var _meta39 thrift.ResponseMeta
+	_meta39, _err = p.Client_().Call(ctx, "get_notification_events_count", &_args38, &_result40)
+	p.SetLastResponseMeta_(_meta39)
 	if _err != nil {
 		return
 	}
-	if _ret35 := _result34.GetSuccess(); _ret35 != nil {
-		return _ret35, nil
+	if _ret41 := _result40.GetSuccess(); _ret41 != nil {
+		return _ret41, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "get_notification_events_count failed: unknown result")
 }
@@ -2652,13 +2827,15 @@ type ThriftHiveMetastoreProcessor struct {
 }
 
 func NewThriftHiveMetastoreProcessor(handler ThriftHiveMetastore) *ThriftHiveMetastoreProcessor {
-	self36 := &ThriftHiveMetastoreProcessor{NewFacebookServiceProcessor(handler)}
-	self36.AddToProcessorMap("get_all_databases", &thriftHiveMetastoreProcessorGetAllDatabases{handler: handler})
-	self36.AddToProcessorMap("set_ugi", &thriftHiveMetastoreProcessorSetUgi{handler: handler})
-	self36.AddToProcessorMap("get_next_notification", &thriftHiveMetastoreProcessorGetNextNotification{handler: handler})
-	self36.AddToProcessorMap("get_current_notificationEventId", &thriftHiveMetastoreProcessorGetCurrentNotificationEventId{handler: handler})
-	self36.AddToProcessorMap("get_notification_events_count", &thriftHiveMetastoreProcessorGetNotificationEventsCount{handler: handler})
-	return self36
+	self42 := &ThriftHiveMetastoreProcessor{NewFacebookServiceProcessor(handler)}
+	self42.AddToProcessorMap("get_all_databases", &thriftHiveMetastoreProcessorGetAllDatabases{handler: handler})
+	self42.AddToProcessorMap("get_all_tables", &thriftHiveMetastoreProcessorGetAllTables{handler: handler})
+	self42.AddToProcessorMap("get_partition_names", &thriftHiveMetastoreProcessorGetPartitionNames{handler: handler})
+	self42.AddToProcessorMap("set_ugi", &thriftHiveMetastoreProcessorSetUgi{handler: handler})
+	self42.AddToProcessorMap("get_next_notification", &thriftHiveMetastoreProcessorGetNextNotification{handler: handler})
+	self42.AddToProcessorMap("get_current_notificationEventId", &thriftHiveMetastoreProcessorGetCurrentNotificationEventId{handler: handler})
+	self42.AddToProcessorMap("get_notification_events_count", &thriftHiveMetastoreProcessorGetNotificationEventsCount{handler: handler})
+	return self42
 }
 
 type thriftHiveMetastoreProcessorGetAllDatabases struct {
@@ -2666,7 +2843,7 @@ type thriftHiveMetastoreProcessorGetAllDatabases struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err37 error
+	var _write_err43 error
 	args := ThriftHiveMetastoreGetAllDatabasesArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2716,21 +2893,21 @@ func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Contex
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc38 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_databases: "+err2.Error())
+			_exc44 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_databases: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_all_databases", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err37 = thrift.WrapTException(err2)
+				_write_err43 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc38.Write(ctx, oprot); _write_err37 == nil && err2 != nil {
-				_write_err37 = thrift.WrapTException(err2)
+			if err2 := _exc44.Write(ctx, oprot); _write_err43 == nil && err2 != nil {
+				_write_err43 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err37 == nil && err2 != nil {
-				_write_err37 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err43 == nil && err2 != nil {
+				_write_err43 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err37 == nil && err2 != nil {
-				_write_err37 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err43 == nil && err2 != nil {
+				_write_err43 = thrift.WrapTException(err2)
 			}
-			if _write_err37 != nil {
-				return false, thrift.WrapTException(_write_err37)
+			if _write_err43 != nil {
+				return false, thrift.WrapTException(_write_err43)
 			}
 			return true, err
 		}
@@ -2739,19 +2916,211 @@ func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Contex
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_all_databases", thrift.REPLY, seqId); err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+		_write_err43 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err37 == nil && err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err43 == nil && err2 != nil {
+		_write_err43 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err37 == nil && err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err43 == nil && err2 != nil {
+		_write_err43 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err37 == nil && err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err43 == nil && err2 != nil {
+		_write_err43 = thrift.WrapTException(err2)
 	}
-	if _write_err37 != nil {
-		return false, thrift.WrapTException(_write_err37)
+	if _write_err43 != nil {
+		return false, thrift.WrapTException(_write_err43)
+	}
+	return true, err
+}
+
+type thriftHiveMetastoreProcessorGetAllTables struct {
+	handler ThriftHiveMetastore
+}
+
+func (p *thriftHiveMetastoreProcessorGetAllTables) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
+	var _write_err45 error
+	args := ThriftHiveMetastoreGetAllTablesArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "get_all_tables", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
+
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
+
+	result := ThriftHiveMetastoreGetAllTablesResult{}
+	if retval, err2 := p.handler.GetAllTables(ctx, args.DbName); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		switch v := err2.(type) {
+		case *MetaException:
+			result.O1 = v
+		default:
+			if errors.Is(err2, thrift.ErrAbandonRequest) {
+				return false, thrift.WrapTException(err2)
+			}
+			_exc46 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_tables: "+err2.Error())
+			if err2 := oprot.WriteMessageBegin(ctx, "get_all_tables", thrift.EXCEPTION, seqId); err2 != nil {
+				_write_err45 = thrift.WrapTException(err2)
+			}
+			if err2 := _exc46.Write(ctx, oprot); _write_err45 == nil && err2 != nil {
+				_write_err45 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err45 == nil && err2 != nil {
+				_write_err45 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.Flush(ctx); _write_err45 == nil && err2 != nil {
+				_write_err45 = thrift.WrapTException(err2)
+			}
+			if _write_err45 != nil {
+				return false, thrift.WrapTException(_write_err45)
+			}
+			return true, err
+		}
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "get_all_tables", thrift.REPLY, seqId); err2 != nil {
+		_write_err45 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err45 == nil && err2 != nil {
+		_write_err45 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err45 == nil && err2 != nil {
+		_write_err45 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err45 == nil && err2 != nil {
+		_write_err45 = thrift.WrapTException(err2)
+	}
+	if _write_err45 != nil {
+		return false, thrift.WrapTException(_write_err45)
+	}
+	return true, err
+}
+
+type thriftHiveMetastoreProcessorGetPartitionNames struct {
+	handler ThriftHiveMetastore
+}
+
+func (p *thriftHiveMetastoreProcessorGetPartitionNames) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
+	var _write_err47 error
+	args := ThriftHiveMetastoreGetPartitionNamesArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "get_partition_names", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
+
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
+
+	result := ThriftHiveMetastoreGetPartitionNamesResult{}
+	if retval, err2 := p.handler.GetPartitionNames(ctx, args.DbName, args.TblName, args.MaxParts); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		switch v := err2.(type) {
+		case *NoSuchObjectException:
+			result.O1 = v
+		case *MetaException:
+			result.O2 = v
+		default:
+			if errors.Is(err2, thrift.ErrAbandonRequest) {
+				return false, thrift.WrapTException(err2)
+			}
+			_exc48 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_partition_names: "+err2.Error())
+			if err2 := oprot.WriteMessageBegin(ctx, "get_partition_names", thrift.EXCEPTION, seqId); err2 != nil {
+				_write_err47 = thrift.WrapTException(err2)
+			}
+			if err2 := _exc48.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
+				_write_err47 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
+				_write_err47 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
+				_write_err47 = thrift.WrapTException(err2)
+			}
+			if _write_err47 != nil {
+				return false, thrift.WrapTException(_write_err47)
+			}
+			return true, err
+		}
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "get_partition_names", thrift.REPLY, seqId); err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if _write_err47 != nil {
+		return false, thrift.WrapTException(_write_err47)
 	}
 	return true, err
 }
@@ -2761,7 +3130,7 @@ type thriftHiveMetastoreProcessorSetUgi struct {
 }
 
 func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err39 error
+	var _write_err49 error
 	args := ThriftHiveMetastoreSetUgiArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2811,21 +3180,21 @@ func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId 
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc40 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing set_ugi: "+err2.Error())
+			_exc50 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing set_ugi: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "set_ugi", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err39 = thrift.WrapTException(err2)
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc40.Write(ctx, oprot); _write_err39 == nil && err2 != nil {
-				_write_err39 = thrift.WrapTException(err2)
+			if err2 := _exc50.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err39 == nil && err2 != nil {
-				_write_err39 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err39 == nil && err2 != nil {
-				_write_err39 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if _write_err39 != nil {
-				return false, thrift.WrapTException(_write_err39)
+			if _write_err49 != nil {
+				return false, thrift.WrapTException(_write_err49)
 			}
 			return true, err
 		}
@@ -2834,19 +3203,19 @@ func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "set_ugi", thrift.REPLY, seqId); err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err39 == nil && err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err39 == nil && err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err39 == nil && err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if _write_err39 != nil {
-		return false, thrift.WrapTException(_write_err39)
+	if _write_err49 != nil {
+		return false, thrift.WrapTException(_write_err49)
 	}
 	return true, err
 }
@@ -2856,7 +3225,7 @@ type thriftHiveMetastoreProcessorGetNextNotification struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err41 error
+	var _write_err51 error
 	args := ThriftHiveMetastoreGetNextNotificationArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2902,21 +3271,21 @@ func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Co
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc42 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_next_notification: "+err2.Error())
+		_exc52 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_next_notification: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_next_notification", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err41 = thrift.WrapTException(err2)
+			_write_err51 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc42.Write(ctx, oprot); _write_err41 == nil && err2 != nil {
-			_write_err41 = thrift.WrapTException(err2)
+		if err2 := _exc52.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
+			_write_err51 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err41 == nil && err2 != nil {
-			_write_err41 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
+			_write_err51 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err41 == nil && err2 != nil {
-			_write_err41 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
+			_write_err51 = thrift.WrapTException(err2)
 		}
-		if _write_err41 != nil {
-			return false, thrift.WrapTException(_write_err41)
+		if _write_err51 != nil {
+			return false, thrift.WrapTException(_write_err51)
 		}
 		return true, err
 	} else {
@@ -2924,19 +3293,19 @@ func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Co
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_next_notification", thrift.REPLY, seqId); err2 != nil {
-		_write_err41 = thrift.WrapTException(err2)
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err41 == nil && err2 != nil {
-		_write_err41 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err41 == nil && err2 != nil {
-		_write_err41 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err41 == nil && err2 != nil {
-		_write_err41 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if _write_err41 != nil {
-		return false, thrift.WrapTException(_write_err41)
+	if _write_err51 != nil {
+		return false, thrift.WrapTException(_write_err51)
 	}
 	return true, err
 }
@@ -2946,7 +3315,7 @@ type thriftHiveMetastoreProcessorGetCurrentNotificationEventId struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err43 error
+	var _write_err53 error
 	args := ThriftHiveMetastoreGetCurrentNotificationEventIdArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2992,21 +3361,21 @@ func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx 
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc44 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_current_notificationEventId: "+err2.Error())
+		_exc54 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_current_notificationEventId: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_current_notificationEventId", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err43 = thrift.WrapTException(err2)
+			_write_err53 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc44.Write(ctx, oprot); _write_err43 == nil && err2 != nil {
-			_write_err43 = thrift.WrapTException(err2)
+		if err2 := _exc54.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
+			_write_err53 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err43 == nil && err2 != nil {
-			_write_err43 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
+			_write_err53 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err43 == nil && err2 != nil {
-			_write_err43 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
+			_write_err53 = thrift.WrapTException(err2)
 		}
-		if _write_err43 != nil {
-			return false, thrift.WrapTException(_write_err43)
+		if _write_err53 != nil {
+			return false, thrift.WrapTException(_write_err53)
 		}
 		return true, err
 	} else {
@@ -3014,19 +3383,19 @@ func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_current_notificationEventId", thrift.REPLY, seqId); err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err43 == nil && err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err43 == nil && err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err43 == nil && err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if _write_err43 != nil {
-		return false, thrift.WrapTException(_write_err43)
+	if _write_err53 != nil {
+		return false, thrift.WrapTException(_write_err53)
 	}
 	return true, err
 }
@@ -3036,7 +3405,7 @@ type thriftHiveMetastoreProcessorGetNotificationEventsCount struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err45 error
+	var _write_err55 error
 	args := ThriftHiveMetastoreGetNotificationEventsCountArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3082,21 +3451,21 @@ func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx con
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc46 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_notification_events_count: "+err2.Error())
+		_exc56 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_notification_events_count: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_notification_events_count", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err45 = thrift.WrapTException(err2)
+			_write_err55 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc46.Write(ctx, oprot); _write_err45 == nil && err2 != nil {
-			_write_err45 = thrift.WrapTException(err2)
+		if err2 := _exc56.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
+			_write_err55 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err45 == nil && err2 != nil {
-			_write_err45 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
+			_write_err55 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err45 == nil && err2 != nil {
-			_write_err45 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
+			_write_err55 = thrift.WrapTException(err2)
 		}
-		if _write_err45 != nil {
-			return false, thrift.WrapTException(_write_err45)
+		if _write_err55 != nil {
+			return false, thrift.WrapTException(_write_err55)
 		}
 		return true, err
 	} else {
@@ -3104,19 +3473,19 @@ func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx con
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_notification_events_count", thrift.REPLY, seqId); err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err45 == nil && err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err45 == nil && err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err45 == nil && err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if _write_err45 != nil {
-		return false, thrift.WrapTException(_write_err45)
+	if _write_err55 != nil {
+		return false, thrift.WrapTException(_write_err55)
 	}
 	return true, err
 }
@@ -3269,13 +3638,13 @@ func (p *ThriftHiveMetastoreGetAllDatabasesResult) ReadField0(ctx context.Contex
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem47 string
+		var _elem57 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem47 = v
+			_elem57 = v
 		}
-		p.Success = append(p.Success, _elem47)
+		p.Success = append(p.Success, _elem57)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -3355,6 +3724,697 @@ func (p *ThriftHiveMetastoreGetAllDatabasesResult) String() string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("ThriftHiveMetastoreGetAllDatabasesResult(%+v)", *p)
+}
+
+// Attributes:
+//   - DbName
+type ThriftHiveMetastoreGetAllTablesArgs struct {
+	DbName string `thrift:"db_name,1" db:"db_name" json:"db_name"`
+}
+
+func NewThriftHiveMetastoreGetAllTablesArgs() *ThriftHiveMetastoreGetAllTablesArgs {
+	return &ThriftHiveMetastoreGetAllTablesArgs{}
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesArgs) GetDbName() string {
+	return p.DbName
+}
+func (p *ThriftHiveMetastoreGetAllTablesArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.DbName = v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_all_tables_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "db_name", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:db_name: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.DbName)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.db_name (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:db_name: ", p), err)
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetAllTablesArgs(%+v)", *p)
+}
+
+// Attributes:
+//   - Success
+//   - O1
+type ThriftHiveMetastoreGetAllTablesResult struct {
+	Success []string       `thrift:"success,0" db:"success" json:"success,omitempty"`
+	O1      *MetaException `thrift:"o1,1" db:"o1" json:"o1,omitempty"`
+}
+
+func NewThriftHiveMetastoreGetAllTablesResult() *ThriftHiveMetastoreGetAllTablesResult {
+	return &ThriftHiveMetastoreGetAllTablesResult{}
+}
+
+var ThriftHiveMetastoreGetAllTablesResult_Success_DEFAULT []string
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) GetSuccess() []string {
+	return p.Success
+}
+
+var ThriftHiveMetastoreGetAllTablesResult_O1_DEFAULT *MetaException
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) GetO1() *MetaException {
+	if !p.IsSetO1() {
+		return ThriftHiveMetastoreGetAllTablesResult_O1_DEFAULT
+	}
+	return p.O1
+}
+func (p *ThriftHiveMetastoreGetAllTablesResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) IsSetO1() bool {
+	return p.O1 != nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]string, 0, size)
+	p.Success = tSlice
+	for i := 0; i < size; i++ {
+		var _elem58 string
+		if v, err := iprot.ReadString(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_elem58 = v
+		}
+		p.Success = append(p.Success, _elem58)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.O1 = &MetaException{}
+	if err := p.O1.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.O1), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_all_tables_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.LIST, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteListBegin(ctx, thrift.STRING, len(p.Success)); err != nil {
+			return thrift.PrependError("error writing list begin: ", err)
+		}
+		for _, v := range p.Success {
+			if err := oprot.WriteString(ctx, string(v)); err != nil {
+				return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+			}
+		}
+		if err := oprot.WriteListEnd(ctx); err != nil {
+			return thrift.PrependError("error writing list end: ", err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetO1() {
+		if err := oprot.WriteFieldBegin(ctx, "o1", thrift.STRUCT, 1); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:o1: ", p), err)
+		}
+		if err := p.O1.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.O1), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 1:o1: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetAllTablesResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetAllTablesResult(%+v)", *p)
+}
+
+// Attributes:
+//   - DbName
+//   - TblName
+//   - MaxParts
+type ThriftHiveMetastoreGetPartitionNamesArgs struct {
+	DbName   string `thrift:"db_name,1" db:"db_name" json:"db_name"`
+	TblName  string `thrift:"tbl_name,2" db:"tbl_name" json:"tbl_name"`
+	MaxParts int16  `thrift:"max_parts,3" db:"max_parts" json:"max_parts"`
+}
+
+func NewThriftHiveMetastoreGetPartitionNamesArgs() *ThriftHiveMetastoreGetPartitionNamesArgs {
+	return &ThriftHiveMetastoreGetPartitionNamesArgs{
+		MaxParts: -1,
+	}
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) GetDbName() string {
+	return p.DbName
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) GetTblName() string {
+	return p.TblName
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) GetMaxParts() int16 {
+	return p.MaxParts
+}
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I16 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.DbName = v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.TblName = v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI16(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.MaxParts = v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_partition_names_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "db_name", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:db_name: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.DbName)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.db_name (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:db_name: ", p), err)
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "tbl_name", thrift.STRING, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:tbl_name: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.TblName)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.tbl_name (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:tbl_name: ", p), err)
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "max_parts", thrift.I16, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:max_parts: ", p), err)
+	}
+	if err := oprot.WriteI16(ctx, int16(p.MaxParts)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.max_parts (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:max_parts: ", p), err)
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetPartitionNamesArgs(%+v)", *p)
+}
+
+// Attributes:
+//   - Success
+//   - O1
+//   - O2
+type ThriftHiveMetastoreGetPartitionNamesResult struct {
+	Success []string               `thrift:"success,0" db:"success" json:"success,omitempty"`
+	O1      *NoSuchObjectException `thrift:"o1,1" db:"o1" json:"o1,omitempty"`
+	O2      *MetaException         `thrift:"o2,2" db:"o2" json:"o2,omitempty"`
+}
+
+func NewThriftHiveMetastoreGetPartitionNamesResult() *ThriftHiveMetastoreGetPartitionNamesResult {
+	return &ThriftHiveMetastoreGetPartitionNamesResult{}
+}
+
+var ThriftHiveMetastoreGetPartitionNamesResult_Success_DEFAULT []string
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) GetSuccess() []string {
+	return p.Success
+}
+
+var ThriftHiveMetastoreGetPartitionNamesResult_O1_DEFAULT *NoSuchObjectException
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) GetO1() *NoSuchObjectException {
+	if !p.IsSetO1() {
+		return ThriftHiveMetastoreGetPartitionNamesResult_O1_DEFAULT
+	}
+	return p.O1
+}
+
+var ThriftHiveMetastoreGetPartitionNamesResult_O2_DEFAULT *MetaException
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) GetO2() *MetaException {
+	if !p.IsSetO2() {
+		return ThriftHiveMetastoreGetPartitionNamesResult_O2_DEFAULT
+	}
+	return p.O2
+}
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) IsSetO1() bool {
+	return p.O1 != nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) IsSetO2() bool {
+	return p.O2 != nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]string, 0, size)
+	p.Success = tSlice
+	for i := 0; i < size; i++ {
+		var _elem59 string
+		if v, err := iprot.ReadString(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_elem59 = v
+		}
+		p.Success = append(p.Success, _elem59)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.O1 = &NoSuchObjectException{}
+	if err := p.O1.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.O1), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	p.O2 = &MetaException{}
+	if err := p.O2.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.O2), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_partition_names_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.LIST, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteListBegin(ctx, thrift.STRING, len(p.Success)); err != nil {
+			return thrift.PrependError("error writing list begin: ", err)
+		}
+		for _, v := range p.Success {
+			if err := oprot.WriteString(ctx, string(v)); err != nil {
+				return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+			}
+		}
+		if err := oprot.WriteListEnd(ctx); err != nil {
+			return thrift.PrependError("error writing list end: ", err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetO1() {
+		if err := oprot.WriteFieldBegin(ctx, "o1", thrift.STRUCT, 1); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:o1: ", p), err)
+		}
+		if err := p.O1.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.O1), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 1:o1: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetO2() {
+		if err := oprot.WriteFieldBegin(ctx, "o2", thrift.STRUCT, 2); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:o2: ", p), err)
+		}
+		if err := p.O2.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.O2), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 2:o2: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetPartitionNamesResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetPartitionNamesResult(%+v)", *p)
 }
 
 // Attributes:
@@ -3442,13 +4502,13 @@ func (p *ThriftHiveMetastoreSetUgiArgs) ReadField2(ctx context.Context, iprot th
 	tSlice := make([]string, 0, size)
 	p.GroupNames = tSlice
 	for i := 0; i < size; i++ {
-		var _elem48 string
+		var _elem60 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem48 = v
+			_elem60 = v
 		}
-		p.GroupNames = append(p.GroupNames, _elem48)
+		p.GroupNames = append(p.GroupNames, _elem60)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -3609,13 +4669,13 @@ func (p *ThriftHiveMetastoreSetUgiResult) ReadField0(ctx context.Context, iprot 
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem49 string
+		var _elem61 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem49 = v
+			_elem61 = v
 		}
-		p.Success = append(p.Success, _elem49)
+		p.Success = append(p.Success, _elem61)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)

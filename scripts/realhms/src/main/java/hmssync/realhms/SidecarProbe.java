@@ -16,12 +16,14 @@ import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
  * Probes for the sidecar checks of run-e2e.sh (sidecar-checks.sh), over HTTP:
  * <ul>
  * <li>{@code converge --hms URI --fe URL,URL --timeout S}: waits until every fake FE's cache
- *     ({@code GET URL/dev/snapshot?catalog=hive}) equals the metastore's state read with the Hive
- *     client; exit 1 with the differences otherwise;</li>
+ *     (the catalog's databases, tables and partitions in {@code GET URL/_fetest/state}) equals the
+ *     metastore's state read with the Hive client; exit 1 with the differences otherwise;</li>
  * <li>{@code master --http URL,URL}: prints the index of the member whose {@code /master} answers
  *     200 (exactly one must);</li>
- * <li>{@code full-refreshes --http URL,URL}: prints the sum of
- *     {@code hmssync_full_refreshes_total} over the members' {@code /metrics}.</li>
+ * <li>{@code full-refreshes --http URL,URL [--reason R]}: prints the sum of
+ *     {@code hmssync_full_refreshes_total} over the members' {@code /metrics} (only the series
+ *     with {@code reason="R"} when given); with {@code --each true}, one sum per member,
+ *     space-separated.</li>
  * </ul>
  */
 public final class SidecarProbe {
@@ -57,14 +59,13 @@ public final class SidecarProbe {
       }
       StringBuilder diff = new StringBuilder();
       for (String fe : fes) {
-        String body;
+        JsonNode got;
         try {
-          body = get(fe + "/dev/snapshot?catalog=" + catalog, 200);
+          got = feCache(JSON.readTree(get(fe + "/_fetest/state", 200)), catalog);
         } catch (Exception e) {
           diff.append("  ").append(fe).append(": ").append(Workload.oneLine(e)).append('\n');
           continue;
         }
-        JsonNode got = JSON.readTree(body);
         if (!got.equals(truth)) {
           diff.append("  ").append(fe).append(":\n    want ").append(truth).append("\n    got  ").append(got).append('\n');
         }
@@ -80,6 +81,25 @@ public final class SidecarProbe {
       }
       Thread.sleep(500);
     }
+  }
+
+  /** The catalog's cache in a fake FE's state as {db: {table: [sorted partitions]}}. */
+  private static JsonNode feCache(JsonNode state, String catalog) {
+    Map<String, Map<String, List<String>>> out = new java.util.TreeMap<>();
+    JsonNode dbs = state.path("catalogs").path(catalog).path("databases");
+    for (var db = dbs.fields(); db.hasNext(); ) {
+      var d = db.next();
+      Map<String, List<String>> tables = new java.util.TreeMap<>();
+      for (var t = d.getValue().path("tables").fields(); t.hasNext(); ) {
+        var e = t.next();
+        List<String> parts = new java.util.ArrayList<>();
+        e.getValue().path("partitions").forEach(p -> parts.add(p.asText()));
+        java.util.Collections.sort(parts);
+        tables.put(e.getKey(), parts);
+      }
+      out.put(d.getKey(), tables);
+    }
+    return JSON.valueToTree(out);
   }
 
   private static void master(Args a) throws Exception {
@@ -107,16 +127,23 @@ public final class SidecarProbe {
 
   private static void fullRefreshes(Args a) throws Exception {
     List<String> members = List.of(a.value("http", null).split(","));
+    String reason = a.value("reason", "");
+    boolean each = Boolean.parseBoolean(a.value("each", "false"));
     a.rejectUnknown();
-    double sum = 0;
+    StringBuilder sums = new StringBuilder();
+    long total = 0;
     for (String m : members) {
+      double sum = 0;
       for (String line : get(m + "/metrics", 200).split("\n")) {
-        if (line.startsWith("hmssync_full_refreshes_total")) {
+        if (line.startsWith("hmssync_full_refreshes_total")
+            && (reason.isEmpty() || line.contains("reason=\"" + reason + "\""))) {
           sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
         }
       }
+      sums.append(sums.length() == 0 ? "" : " ").append((long) sum);
+      total += (long) sum;
     }
-    System.out.println((long) sum);
+    System.out.println(each ? sums.toString() : Long.toString(total));
   }
 
   private static String get(String url, int want) throws Exception {
