@@ -337,16 +337,15 @@ func (s *runSample) drainFigures(obs *etcdObserver, tmpl *benchTemplate, from, t
 	s.drainBatches = len(commits)
 	// The rates run from the master's first commit: before it the master may
 	// still have been waiting out its poll interval, which says nothing about
-	// its speed. A drain done in one batch has no interval: its rate is
-	// measured from the append (a lower bound).
+	// its speed. A drain done in one batch has no interval, and the watch may
+	// deliver two moves of a tiny drain in one response (at one time): then
+	// the rate is measured from the append (a lower bound).
 	first, end := commits[0], commits[len(commits)-1]
-	span := end.at.Sub(first.at)
-	events := to - first.value
-	if len(commits) == 1 {
-		events = to - from
-		span = end.at.Sub(appended)
+	start, events := first.at, to-first.value
+	if len(commits) == 1 || !end.at.After(first.at) {
+		start, events = appended, to-from
 	}
-	s.drainMasterEPS = perSecond(events, span)
+	s.drainMasterEPS = perSecond(events, end.at.Sub(start))
 	for i, m := range s.memberNames {
 		if i == s.masterIndex {
 			continue
@@ -356,10 +355,11 @@ func (s *runSample) drainFigures(obs *etcdObserver, tmpl *benchTemplate, from, t
 		if !ok {
 			return fmt.Errorf("follower %s never reached %d", m, to)
 		}
-		s.drainFollowerEPS = append(s.drainFollowerEPS, perSecond(events, at.Sub(first.at)))
-		if len(commits) == 1 {
-			s.drainFollowerEPS[len(s.drainFollowerEPS)-1] = perSecond(events, at.Sub(appended))
+		fstart, fevents := start, events
+		if !at.After(fstart) {
+			fstart, fevents = appended, to-from
 		}
+		s.drainFollowerEPS = append(s.drainFollowerEPS, perSecond(fevents, at.Sub(fstart)))
 		s.drainLagMS = append(s.drainLagMS, lagsMS(commits, ft)...)
 	}
 	prev := from
