@@ -219,9 +219,9 @@ func (r *benchReport) writeTable(w io.Writer) {
 			ds = append(ds, d)
 		}
 	}
-	fmt.Fprintf(w, "Command: `%s`\n", r.Command)
-	fmt.Fprintf(w, "Machine: %s; %s; load average %s before, %s after (1, 5, 15 min)\n", r.Machine, r.GoVersion, r.LoadBefore, r.LoadAfter)
-	fmt.Fprintf(w, "Setup: %d-event backlog, batch size %d, poll interval %s, FE %s per statement, steady phase %.0f events/s for %.0fs; median of %d runs per dialect (%.0fs in all)\n\n",
+	fmt.Fprintf(w, "- Command: `%s`\n", r.Command)
+	fmt.Fprintf(w, "- Machine: %s; %s; load average %s before, %s after (1, 5, 15 min)\n", r.Machine, r.GoVersion, r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(w, "- Setup: %d-event backlog, batch size %d, poll interval %s, FE %s per statement, steady phase %.0f events/s for %.0fs; median of %d runs per dialect (%.0fs in all)\n\n",
 		r.Events, r.BatchSize, fmtMS(r.PollIntervalMS), fmtMS(r.FELatencyMS), r.SteadyRate, r.SteadySeconds, r.Runs, r.Seconds)
 	fmt.Fprintf(w, "| figure | %s | goal |\n|---|%s---|\n", strings.Join(ds, " | "), strings.Repeat("---|", len(ds)))
 	row := func(name, goal string, cell func(f *benchFigures) string) {
