@@ -33,55 +33,53 @@ func (s *signal) fire() {
 	s.mu.Unlock()
 }
 
-// masterCursorWatch follows one catalog's committed master cursor through an etcd
-// watch. Followers wait on it instead of polling; the master uses it to notice an
-// operator's reset while it is idle.
-type masterCursorWatch struct {
-	catalog string
-	store   CursorStore
+// watched holds the newest value of an etcd key that a store watch follows, and
+// wakes waiters at each value. The store re-establishes its own watch through
+// reconnects and compaction; a closed channel means it gave up (etcd gone for
+// long), and watched starts over after a backoff.
+type watched[T any] struct {
+	name    string // the watch_restarts label
+	open    func(ctx context.Context) <-chan T
+	onValue func(prev T, known bool, v T) // metrics and logs; called in order
 	m       *metrics
 	log     *zap.Logger
 	retry   Retry
 
 	mu     sync.Mutex
-	cur    cursorstore.Cursor
-	known  bool // cur holds a value the watch delivered
+	val    T
+	known  bool // val holds a value the watch delivered
 	up     bool // the watch is established (for /readyz)
 	change *signal
 }
 
-func newMasterCursorWatch(catalog string, store CursorStore, m *metrics, log *zap.Logger, retry Retry) *masterCursorWatch {
-	return &masterCursorWatch{catalog: catalog, store: store, m: m, log: log, retry: retry, change: newSignal()}
-}
-
-// latest returns the newest committed cursor seen, and whether any was seen.
-func (w *masterCursorWatch) latest() (cursorstore.Cursor, bool) {
+// latest returns the newest value seen, and whether any was seen.
+func (w *watched[T]) latest() (T, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.cur, w.known
+	return w.val, w.known
 }
 
-func (w *masterCursorWatch) healthy() bool {
+func (w *watched[T]) healthy() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.up
 }
 
 // changed is closed at the next delivered value.
-func (w *masterCursorWatch) changed() <-chan struct{} { return w.change.wait() }
+func (w *watched[T]) changed() <-chan struct{} { return w.change.wait() }
 
-func (w *masterCursorWatch) run(ctx context.Context) {
+func (w *watched[T]) run(ctx context.Context) {
 	bo := newBackoff(w.retry)
 	for ctx.Err() == nil {
-		ch := w.store.WatchMaster(ctx, w.catalog)
 		got := false
-		for c := range ch {
+		for v := range w.open(ctx) {
 			got = true
 			bo.Reset()
 			w.mu.Lock()
-			w.cur, w.known, w.up = c, true, true
+			prev, known := w.val, w.known
+			w.val, w.known, w.up = v, true, true
 			w.mu.Unlock()
-			w.m.masterCursor.WithLabelValues(w.catalog).Set(float64(cursorValue(c)))
+			w.onValue(prev, known, v)
 			w.change.fire()
 		}
 		w.mu.Lock()
@@ -90,13 +88,27 @@ func (w *masterCursorWatch) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		// The store re-establishes its watch itself; a closed channel means it
-		// gave up (etcd gone for long). Start over after a pause.
-		w.m.watchRestarts.WithLabelValues("master_cursor").Inc()
-		w.log.Warn("master cursor watch ended; restarting", zap.String("catalog", w.catalog), zap.Bool("delivered", got))
+		w.m.watchRestarts.WithLabelValues(w.name).Inc()
+		w.log.Warn(w.name+" watch ended; restarting", zap.Bool("delivered", got))
 		if !retry.Sleep(ctx, bo.Next()) {
 			return
 		}
+	}
+}
+
+// masterCursorWatch follows one catalog's committed master cursor. Followers wait
+// on it instead of polling; the master uses it to notice an operator's reset
+// while it is idle.
+type masterCursorWatch = watched[cursorstore.Cursor]
+
+func newMasterCursorWatch(catalog string, store CursorStore, m *metrics, log *zap.Logger, r Retry) *masterCursorWatch {
+	return &masterCursorWatch{
+		name: "master_cursor",
+		open: func(ctx context.Context) <-chan cursorstore.Cursor { return store.WatchMaster(ctx, catalog) },
+		onValue: func(_ cursorstore.Cursor, _ bool, c cursorstore.Cursor) {
+			m.masterCursor.WithLabelValues(catalog).Set(float64(cursorValue(c)))
+		},
+		m: m, log: log, retry: r, change: newSignal(),
 	}
 }
 
@@ -109,69 +121,31 @@ func cursorValue(c cursorstore.Cursor) int64 {
 }
 
 // pauseWatch follows the operator's pause key.
-type pauseWatch struct {
-	store CursorStore
-	m     *metrics
-	log   *zap.Logger
-	retry Retry
+type pauseWatch struct{ *watched[bool] }
 
-	mu     sync.Mutex
-	paused bool
-	up     bool
-	change *signal
-}
-
-func newPauseWatch(store CursorStore, m *metrics, log *zap.Logger, retry Retry) *pauseWatch {
-	return &pauseWatch{store: store, m: m, log: log, retry: retry, change: newSignal()}
-}
-
-func (w *pauseWatch) isPaused() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.paused
-}
-
-func (w *pauseWatch) healthy() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.up
-}
-
-func (w *pauseWatch) changed() <-chan struct{} { return w.change.wait() }
-
-func (w *pauseWatch) run(ctx context.Context) {
-	bo := newBackoff(w.retry)
-	for ctx.Err() == nil {
-		for p := range w.store.WatchPause(ctx) {
-			bo.Reset()
-			w.mu.Lock()
-			was := w.paused
-			w.paused, w.up = p, true
-			w.mu.Unlock()
+func newPauseWatch(store CursorStore, m *metrics, log *zap.Logger, r Retry) *pauseWatch {
+	return &pauseWatch{&watched[bool]{
+		name: "pause",
+		open: store.WatchPause,
+		onValue: func(was, _ bool, p bool) {
 			if p != was {
 				if p {
-					w.log.Warn("pause key present: the master stops advancing until it is removed")
+					log.Warn("pause key present: the master stops advancing until it is removed")
 				} else {
-					w.log.Info("pause key removed: resuming")
+					log.Info("pause key removed: resuming")
 				}
 			}
 			if p {
-				w.m.paused.Set(1)
+				m.paused.Set(1)
 			} else {
-				w.m.paused.Set(0)
+				m.paused.Set(0)
 			}
-			w.change.fire()
-		}
-		w.mu.Lock()
-		w.up = false
-		w.mu.Unlock()
-		if ctx.Err() != nil {
-			return
-		}
-		w.m.watchRestarts.WithLabelValues("pause").Inc()
-		w.log.Warn("pause watch ended; restarting")
-		if !retry.Sleep(ctx, bo.Next()) {
-			return
-		}
-	}
+		},
+		m: m, log: log, retry: r, change: newSignal(),
+	}}
+}
+
+func (w *pauseWatch) isPaused() bool {
+	p, _ := w.latest()
+	return p
 }
