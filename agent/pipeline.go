@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,17 +66,18 @@ type decoded struct {
 }
 
 // decode decodes and filters evs into d. An event that cannot be decoded is a
-// *poisonError.
+// *poisonError (the first one in the log's order, if there are several).
 func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
 	start := time.Now()
-	for _, ev := range evs {
-		ds, err := l.cat.Decoder.Decode(ev)
-		if err != nil {
-			l.a.m.eventsFailed.WithLabelValues(l.cat.Name, ev.Type).Inc()
-			return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
-		}
+	descs, bad, err := decodeAll(l.cat.Decoder, evs, runtime.GOMAXPROCS(0))
+	if err != nil {
+		ev := evs[bad]
+		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, ev.Type).Inc()
+		return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
+	}
+	for i, ev := range evs {
 		kept := false
-		for _, c := range ds {
+		for _, c := range descs[i] {
 			if l.keep(c) {
 				d.changes = append(d.changes, c)
 				kept = true
@@ -88,6 +91,44 @@ func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
 	}
 	l.a.m.decodeSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// minEventsPerDecoder keeps small fetches on one goroutine: below it, starting
+// goroutines costs more than it saves.
+const minEventsPerDecoder = 64
+
+// decodeAll decodes every event, spreading them over up to workers goroutines in
+// contiguous runs: decoding (inflating gzip, scanning JSON) is most of a
+// sidecar's CPU while it drains a backlog, and events decode independently. On
+// failure it returns the index of the first event in evs that failed, and its
+// error.
+func decodeAll(dec EventDecoder, evs []hms.Event, workers int) ([][]change.Descriptor, int, error) {
+	descs := make([][]change.Descriptor, len(evs))
+	errs := make([]error, len(evs))
+	workers = max(1, min(workers, len(evs)/minEventsPerDecoder))
+	run := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if descs[i], errs[i] = dec.Decode(evs[i]); errs[i] != nil {
+				return // later events of this run are not needed
+			}
+		}
+	}
+	if workers == 1 {
+		run(0, len(evs))
+	} else {
+		var wg sync.WaitGroup
+		per := (len(evs) + workers - 1) / workers
+		for lo := 0; lo < len(evs); lo += per {
+			wg.Go(func() { run(lo, min(lo+per, len(evs))) })
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, i, err
+		}
+	}
+	return descs, -1, nil
 }
 
 // applyDecoded applies d as the batch (l.own, to] (when apply) and counts its
