@@ -84,16 +84,14 @@ declare -A SIDECAR_HMS_ARGS=(
 
 # Workload options per profile, and what that leaves untested (reported as a SKIP line). Hive
 # 3.1.3's alter_database keeps a database's name but logs an ALTER_DATABASE whose after-object has
-# the requested name; hmssync decodes that, as reference §5 says, as RENAME_DATABASE, and a native
-# FE then renames its cache entry: its database list holds a database the metastore does not have
-# (and the drop that follows, for the old name, leaves it there). Hive 4.0.1 logs no event for it.
+# the requested name; hmssync decodes that, as reference §5 says, as RENAME_DATABASE, and the native
+# protocol tells an FE to check a database rename with the metastore (docs/fe-protocol.md), which the
+# fake FE (dev fe --hms) does, so the false rename leaves its cache right. Both profiles run it.
 declare -A SIDECAR_WORKLOAD_ARGS=(
 	[hive4]=""
-	[hive3]="--database-rename false"
+	[hive3]=""
 )
-declare -A SIDECAR_WORKLOAD_SKIP=(
-	[hive3]="converge with a database rename: left out of the sidecar workloads; Hive 3.1.3's alter_database keeps the old name but logs ALTER_DATABASE with the requested new one, which hmssync decodes as RENAME_DATABASE (reference §5), so a native FE's cache lists a database the metastore does not have (seen as conv1_c_renamed). Needs a decision on what a name change in ALTER_DATABASE means (§5)"
-)
+declare -A SIDECAR_WORKLOAD_SKIP=()
 
 sidecar_checks() { # profile
 	local first=${#STARTED_PIDS[@]} pid live
