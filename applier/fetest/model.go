@@ -264,6 +264,33 @@ func (m *model) applyDescriptor(ctx context.Context, catalog string, c *catalogC
 	case change.UnregisterDatabase:
 		delete(c.dbs, d.DB)
 	case change.RenameDatabase:
+		// A rename is a hint, not a fact: Hive 3.1 logs ALTER_DATABASE with a new
+		// name it never applies. With a metastore to ask, the FE re-reads both
+		// names' table lists (keeping the caches of tables that remain, as
+		// invalid_cache=false does); without one it moves the entry.
+		if truth, ok, err := m.load(ctx, catalog); ok && err == nil {
+			moved := c.dbs[d.DB]
+			if _, stayed := truth[d.DB]; stayed {
+				moved = nil
+			}
+			for _, name := range []string{d.DB, d.DBAfter} {
+				tables, exists := truth[name]
+				if !exists {
+					delete(c.dbs, name)
+					continue
+				}
+				db := c.dbs[name]
+				if db == nil && name == d.DBAfter {
+					db = moved
+				}
+				if db == nil {
+					db = &dbCache{tables: map[string]*tableCache{}}
+				}
+				db.reload(tables, false, now)
+				c.dbs[name] = db
+			}
+			return
+		}
 		if db := c.dbs[d.DB]; db != nil {
 			delete(c.dbs, d.DB)
 			db.refreshed = now

@@ -55,7 +55,10 @@ func TestNativeBatchesChangeTheModelExactly(t *testing.T) {
 		{"event_id":16,"op":"UNREGISTER_DATABASE","db":"e","update_time":1}]}`, false, 16)
 	wantSnapshot(t, s, Truth{"d": {}, "e": {"u": {"k=1", "k=2"}, "t2": {}}})
 
-	// Overlapping: only events after 16 are applied.
+	// Overlapping: only events after 16 are applied. A database rename is
+	// checked against the metastore (see TestNativeRenameDatabaseIsCheckedWithTheMetastore),
+	// which now holds the renamed database.
+	src.set(Truth{"f": {}})
 	mustApply(t, s, `{"from_event_id":14,"to_event_id":18,"full_refresh":false,"changes":[
 		{"event_id":15,"op":"UNREGISTER_DATABASE","db":"e","update_time":1},
 		{"event_id":17,"op":"RENAME_DATABASE","db":"d","db_after":"f","update_time":1},
@@ -75,6 +78,34 @@ func TestNativeBatchesChangeTheModelExactly(t *testing.T) {
 	if got := len(s.Changes()); got != 5 {
 		t.Errorf("Changes: got %d batches, want 5", got)
 	}
+}
+
+// Hive 3.1 logs ALTER_DATABASE with the new name for a rename it does not
+// perform; an FE that re-reads both names keeps the database it really has.
+func TestNativeRenameDatabaseIsCheckedWithTheMetastore(t *testing.T) {
+	src := &truthSource{truth: Truth{"d": {"t": {"p=1"}}}}
+	s := NewServer(Options{Loader: src.load})
+	defer s.Close()
+	mustApply(t, s, `{"from_event_id":-1,"to_event_id":1,"full_refresh":true,"changes":[]}`, true, 1)
+
+	// The rename did not happen: the metastore still has d and no e.
+	mustApply(t, s, `{"from_event_id":1,"to_event_id":2,"full_refresh":false,"changes":[
+		{"event_id":2,"op":"RENAME_DATABASE","db":"d","db_after":"e","update_time":1}]}`, true, 2)
+	wantSnapshot(t, s, Truth{"d": {"t": {"p=1"}}})
+
+	// A rename that happened moves the database with its cached tables.
+	src.set(Truth{"f": {"t": {"p=1"}}})
+	mustApply(t, s, `{"from_event_id":2,"to_event_id":3,"full_refresh":false,"changes":[
+		{"event_id":3,"op":"RENAME_DATABASE","db":"d","db_after":"f","update_time":1}]}`, true, 3)
+	wantSnapshot(t, s, Truth{"f": {"t": {"p=1"}}})
+
+	// Without a metastore to ask, the FE takes the rename as it comes.
+	bare := NewServer(Options{})
+	defer bare.Close()
+	mustApply(t, bare, `{"from_event_id":-1,"to_event_id":1,"full_refresh":false,"changes":[
+		{"event_id":1,"op":"REGISTER_DATABASE","db":"d","update_time":1},
+		{"event_id":2,"op":"RENAME_DATABASE","db":"d","db_after":"e","update_time":1}]}`, true, 1)
+	wantSnapshot(t, bare, Truth{"e": {}})
 }
 
 func TestNativeRejectsBadRequests(t *testing.T) {

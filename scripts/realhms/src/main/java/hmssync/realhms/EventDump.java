@@ -12,6 +12,7 @@ import org.apache.hadoop.hive.metastore.IMetaStoreClient;
 import org.apache.hadoop.hive.metastore.api.NotificationEventRequest;
 import org.apache.hadoop.hive.metastore.api.NotificationEventResponse;
 import org.apache.hadoop.hive.metastore.api.NotificationEvent;
+import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
 
 /**
  * Reads the notification log with the real Hive client and prints it as NotificationEvent JSON
@@ -23,9 +24,11 @@ public final class EventDump {
   /**
    * The oldest retained event. The Hive client's plain getNextNotification refuses a batch that
    * does not start at lastEvent+1, which is exactly the cleaned case; Hive 4's client has a
-   * variant that allows gaps (called reflectively so this compiles against Hive 3.1 too).
+   * variant that allows gaps (called reflectively so this compiles against Hive 3.1 too). Hive
+   * 3.1's client has none, so there the call goes over a Thrift connection of its own
+   * (get_next_notification, as hmssync calls it), without the client's check.
    */
-  private static List<NotificationEvent> oldest(HiveMetaStoreClient c) throws Exception {
+  private static List<NotificationEvent> oldest(HiveMetaStoreClient c, String uri) throws Exception {
     NotificationEventRequest rq = new NotificationEventRequest(0);
     rq.setMaxEvents(1);
     try {
@@ -33,7 +36,15 @@ public final class EventDump {
           NotificationEventRequest.class, boolean.class, IMetaStoreClient.NotificationFilter.class);
       return ((NotificationEventResponse) m.invoke(c, rq, true, null)).getEvents();
     } catch (NoSuchMethodException e) {
-      return c.getNextNotification(0, 1, null).getEvents();
+      java.net.URI u = java.net.URI.create(uri);
+      org.apache.thrift.transport.TSocket sock = new org.apache.thrift.transport.TSocket(u.getHost(), u.getPort(), 60_000);
+      try {
+        sock.open();
+        ThriftHiveMetastore.Client raw = new ThriftHiveMetastore.Client(new org.apache.thrift.protocol.TBinaryProtocol(sock));
+        return raw.get_next_notification(rq).getEvents();
+      } finally {
+        sock.close();
+      }
     }
   }
 
@@ -49,7 +60,7 @@ public final class EventDump {
     try (HiveMetaStoreClient c = Workload.connect(uri)) {
       long current = c.getCurrentNotificationEventId().getEventId();
       if (idsOnly) {
-        List<NotificationEvent> first = oldest(c);
+        List<NotificationEvent> first = oldest(c, uri);
         long oldest = first == null || first.isEmpty() ? 0 : first.get(0).getEventId();
         out.println("oldest=" + oldest + " current=" + current);
         return;

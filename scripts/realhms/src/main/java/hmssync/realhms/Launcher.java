@@ -49,7 +49,7 @@ public final class Launcher {
     Path dir = Path.of(a.value("dir", null));
     String format = a.value("format", "json");
     long ttl = a.intValue("ttl-seconds", 86400);
-    long cleanInterval = a.intValue("clean-interval-seconds", 7200);
+    String cleanIntervalArg = a.value("clean-interval-seconds", "");
     String listener = a.value("listener", BuildProfile.get("listener"));
     int readyTimeout = a.intValue("ready-timeout-seconds", 180);
     a.rejectUnknown();
@@ -58,6 +58,7 @@ public final class Launcher {
     if (listener == null || listener.isEmpty()) {
       throw new IllegalArgumentException("--listener (or -Drealhms.listener) names the notification listener class");
     }
+    long cleanInterval = cleanIntervalSeconds(listener, cleanIntervalArg);
     if (port == 0) {
       port = freePort();
     }
@@ -91,8 +92,10 @@ public final class Launcher {
     settings.put("hive.metastore.event.message.factory", factory);
     // Retention, short for the cleanup test.
     settings.put("hive.metastore.event.db.listener.timetolive", ttl + "s");
-    settings.put("hive.metastore.event.db.listener.clean.interval", cleanInterval + "s");
-    settings.put("hive.metastore.event.db.listener.clean.startup.wait.interval", "0s");
+    if (hasCleanIntervalSetting()) {
+      settings.put("hive.metastore.event.db.listener.clean.interval", cleanInterval + "s");
+      settings.put("hive.metastore.event.db.listener.clean.startup.wait.interval", "0s");
+    }
     // Partition filter expressions are compiled by hive-exec, which a standalone metastore lacks
     // (Hive 3.1 defaults to that class); hmssync never filters partitions by expression.
     settings.put("hive.metastore.expression.proxy", "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy");
@@ -150,6 +153,47 @@ public final class Launcher {
       throw new IllegalArgumentException("--format " + format + ": Hive " + MetastoreVersionInfo.getVersion()
           + " has no message encoders (they came with Hive 4), so it writes json-0.2 only");
     }
+  }
+
+  /**
+   * Whether this metastore has the cleaner-interval setting (hive.metastore.event.db.listener.
+   * clean.interval, MetastoreConf EVENT_DB_LISTENER_CLEAN_INTERVAL). Hive 3.1.3 has only the TTL.
+   */
+  static boolean hasCleanIntervalSetting() {
+    for (MetastoreConf.ConfVars v : MetastoreConf.ConfVars.values()) {
+      if (v.name().equals("EVENT_DB_LISTENER_CLEAN_INTERVAL")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The interval at which the listener cleans the notification log: the requested one where the
+   * metastore has a setting for it (default 7200 s, Hive's default), else the listener's own.
+   * Hive 3.1.3's DbNotificationListener reads no interval setting: its CleanerThread cleans once
+   * at start and then every {@code sleepTime} ms, a private static constant (60000); that value is
+   * read here (not changed) so that what is printed is what runs. Asking for another interval
+   * there is refused rather than silently ignored.
+   */
+  static long cleanIntervalSeconds(String listener, String requested) {
+    if (hasCleanIntervalSetting()) {
+      return requested.isEmpty() ? 7200 : Long.parseLong(requested);
+    }
+    long fixed;
+    try {
+      java.lang.reflect.Field f = Class.forName(listener + "$CleanerThread").getDeclaredField("sleepTime");
+      f.setAccessible(true);
+      fixed = f.getLong(null) / 1000;
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      throw new IllegalStateException("Hive " + MetastoreVersionInfo.getVersion() + " has no cleaner-interval setting"
+          + " and the cleaner interval of " + listener + " could not be read (" + e + ")", e);
+    }
+    if (!requested.isEmpty() && Long.parseLong(requested) != fixed) {
+      throw new IllegalArgumentException("--clean-interval-seconds " + requested + ": Hive " + MetastoreVersionInfo.getVersion()
+          + " has no cleaner-interval setting; " + listener + " cleans every " + fixed + " s (a constant in the listener)");
+    }
+    return fixed;
   }
 
   /** Polls the metastore until a notification call succeeds; the call the consumer makes first. */

@@ -66,12 +66,15 @@ public final class Workload {
     Path notesFile = Path.of(a.value("notes", out + ".notes"));
     Path snapshot = Path.of(a.value("snapshot", out + ".snapshot.json"));
     String warehouse = a.value("warehouse", null);
+    // --database-rename false leaves out the database-rename step (the sidecar checks on Hive 3.1,
+    // where the event that step logs claims a rename the metastore did not make; see renameDatabase).
+    boolean databaseRename = Boolean.parseBoolean(a.value("database-rename", "true"));
     a.rejectUnknown();
 
     try (HiveMetaStoreClient c = connect(uri)) {
       Workload w = new Workload(c, warehouse);
       long from = c.getCurrentNotificationEventId().getEventId();
-      w.run(prefix);
+      w.run(prefix, databaseRename);
       long to = c.getCurrentNotificationEventId().getEventId();
       try (PrintWriter pw = new PrintWriter(Files.newBufferedWriter(out, StandardCharsets.UTF_8))) {
         for (Descriptor d : w.expected) {
@@ -96,7 +99,7 @@ public final class Workload {
 
   // ---- the workload --------------------------------------------------------------------------
 
-  private void run(String prefix) throws Exception {
+  private void run(String prefix, boolean databaseRename) throws Exception {
     String a = prefix + "_a";
     String b = prefix + "_b";
 
@@ -214,7 +217,11 @@ public final class Workload {
       client.alter_table(a, "v", t);
     }, ev -> List.of(Descriptor.renameTable(a, "v", a, "v2")));
 
-    renameDatabase(prefix + "_c", prefix + "_c_renamed");
+    if (databaseRename) {
+      renameDatabase(prefix + "_c", prefix + "_c_renamed");
+    } else {
+      notes.add("rename database: left out (--database-rename false)");
+    }
 
     // Tear down: what is left ends in drops, including a partitioned table with partitions.
     step("drop view " + a + ".v2", types("DROP_TABLE"),
