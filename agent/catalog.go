@@ -82,6 +82,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	}
 	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
+	a.m.feStatements.WithLabelValues(cat.Name, "ok") // the series exists before the first request
 	a.m.masterCursor.WithLabelValues(cat.Name).Set(-1)
 	return l
 }

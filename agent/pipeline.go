@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms"
 )
@@ -171,31 +170,34 @@ func (l *catalogLoop) fullRefresh(ctx context.Context, reason string, to int64, 
 	return nil
 }
 
-// applyBatch sends one batch to the FE, timing it and counting statements.
+// applyBatch sends one batch to the FE and times it. The FE's requests are
+// counted as the applier makes them (Agent.ObserveFERequest).
 func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	kind := "changes"
 	if b.FullRefresh {
 		kind = "full_refresh"
 	}
-	n := 1
-	if l.a.cfg.Applier.Dialect() == "doris" {
-		n = len(applier.DorisStatements(b.Catalog, b))
-	}
 	start := time.Now()
 	err := l.a.cfg.Applier.Apply(ctx, b)
 	l.a.m.applySeconds.WithLabelValues(l.cat.Name, kind).Observe(time.Since(start).Seconds())
 	if err != nil {
-		l.a.m.feStatements.WithLabelValues(l.cat.Name, classLabel(err)).Inc()
 		return &applyError{from: b.From, to: b.To, full: b.FullRefresh, err: err}
-	}
-	if n > 0 {
-		l.a.m.feStatements.WithLabelValues(l.cat.Name, "ok").Add(float64(n))
 	}
 	l.mu.Lock()
 	l.st.lastAppliedAt = time.Now()
 	l.st.authFailing = false
 	l.mu.Unlock()
 	return nil
+}
+
+// ObserveFERequest counts one request the applier sent to the FE (a doris
+// statement, a native batch) by its outcome: wire it as applier.Config.Observe.
+func (a *Agent) ObserveFERequest(catalog string, err error) {
+	result := "ok"
+	if err != nil {
+		result = classLabel(err)
+	}
+	a.m.feStatements.WithLabelValues(catalog, result).Inc()
 }
 
 func (l *catalogLoop) callTimeout() time.Duration {

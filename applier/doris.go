@@ -58,7 +58,9 @@ func (d *Doris) Apply(ctx context.Context, b change.Batch) error {
 		return &Error{Class: Deterministic, Dialect: DialectDoris, FE: d.c.URL, Err: fmt.Errorf("batch (%d, %d] of catalog %q: %w", b.From, b.To, b.Catalog, err)}
 	}
 	for _, stmt := range DorisStatements(b.Catalog, b) {
-		if err := d.exec(ctx, stmt); err != nil {
+		err := d.exec(ctx, stmt)
+		d.c.observe(b.Catalog, err)
+		if err != nil {
 			return err
 		}
 	}

@@ -257,3 +257,30 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("forced scope ignored: %s", a.Scope())
 	}
 }
+
+// Observe sees every statement a batch becomes, with its outcome, so that the
+// sidecar's statement metric counts what reached the FE.
+func TestDorisObserveSeesEveryStatement(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	fe.InjectFault(fetest.Fault{Match: "`t2`", SQL: true, Code: 500, Message: "internal error", Times: 1})
+	type seen struct {
+		catalog string
+		failed  bool
+	}
+	var got []seen
+	a, err := New(Config{Dialect: DialectDoris, URL: fe.URL, User: "root", Timeout: 5 * time.Second,
+		Observe: func(catalog string, err error) { got = append(got, seen{catalog, err != nil}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two tables of one database: two REFRESH TABLE statements; the second fails.
+	b := ops(addP("d", "t1", "p=1"), addP("d", "t2", "p=1"))
+	if err := a.Apply(context.Background(), b); err == nil {
+		t.Fatal("want the injected failure of the second statement")
+	}
+	want := []seen{{"hive", false}, {"hive", true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("observed %+v; want %+v", got, want)
+	}
+}

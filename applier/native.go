@@ -74,6 +74,7 @@ func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 	}
 	start := time.Now()
 	_, err = n.do(ctx, http.MethodPost, path, body)
+	n.c.observe(b.Catalog, err)
 	if err != nil {
 		n.c.Logger.Debug("fe batch failed", zap.String("fe", n.c.URL), zap.String("request", what),
 			zap.Int("changes", len(b.Changes)), zap.Duration("duration", time.Since(start)), zap.Error(err))

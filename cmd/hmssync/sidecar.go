@@ -42,9 +42,14 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 		}
 	}()
 
+	// The applier reports each FE request to the agent's metrics; the agent is
+	// built from the applier, so the hook reaches it through this variable, set
+	// below before anything can apply.
+	var ag *agent.Agent
 	ap, err := applier.New(applier.Config{
 		Dialect: cfg.FE.Dialect, URL: cfg.FE.URL, User: cfg.FE.User, Password: sec.FEPassword,
 		Timeout: cfg.FE.Timeout, Logger: log.Named("applier"),
+		Observe: func(catalog string, err error) { ag.ObserveFERequest(catalog, err) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fe: %w", err)
@@ -52,19 +57,18 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 	sc.applier = ap
 	health := agent.NewFEHealth(ap, cfg.FE.HealthInterval, cfg.FE.Timeout, log.Named("fe").With(zap.String("member", cfg.Member)))
 
-	clusterPrefix := path.Join(cfg.Etcd.Prefix, cfg.Cluster)
+	store := cursorstore.New(cli, cfg.Etcd.Prefix, cfg.Cluster, cfg.Etcd.RequestTimeout, log.Named("cursorstore"))
+	if err := store.Err(); err != nil {
+		return nil, fmt.Errorf("etcd.prefix %q, cluster %q: %w", cfg.Etcd.Prefix, cfg.Cluster, err)
+	}
 	el, err := election.New(election.Config{
-		Client: cli, Prefix: clusterPrefix + "/election", Name: cfg.Member,
+		Client: cli, Prefix: store.ElectionPrefix(), Name: cfg.Member,
 		LeaseTTL: cfg.Etcd.LeaseTTL, RequestTimeout: cfg.Etcd.RequestTimeout,
 		CanLead: health.Healthy, GateGrace: cfg.FE.UnhealthyGrace,
 		Logger: log.Named("election").With(zap.String("member", cfg.Member)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("election: %w", err)
-	}
-	store := cursorstore.New(cli, cfg.Etcd.Prefix, cfg.Cluster, cfg.Etcd.RequestTimeout, log.Named("cursorstore"))
-	if err := store.Err(); err != nil {
-		return nil, fmt.Errorf("etcd.prefix %q, cluster %q: %w", cfg.Etcd.Prefix, cfg.Cluster, err)
 	}
 	pub, err := store.NewStatusPublisher(cfg.Member, cfg.Etcd.LeaseTTL, 0)
 	if err != nil {
@@ -111,7 +115,7 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 	if err != nil {
 		return nil, err
 	}
-	sc.Agent = a
+	sc.Agent, ag = a, a
 	ok = true
 	return sc, nil
 }
