@@ -74,12 +74,7 @@ func TestSteadyWorkloadConverges(t *testing.T) {
 // event is lost and the committed cursor never goes down.
 func TestMasterKilledMidBatch(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(5 * time.Second)
+	m := h.startConverged()
 	start := h.masterCursor()
 
 	// Hold the master's next apply in flight, then kill it.
@@ -197,12 +192,7 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 // the event id is logged and counted.
 func TestPoisonEventSelfHeals(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(5 * time.Second)
+	m := h.startConverged()
 	h.churn(3)
 	_, poison := h.hms.Append(hms.Event{Type: "ALTER_TABLE", DB: "db0", Table: "t0", Message: "{not json", Format: "json-0.2"})
 	h.churn(10)
@@ -228,12 +218,7 @@ func TestPoisonEventSelfHeals(t *testing.T) {
 // The metastore down for a while: catch-up without a full refresh.
 func TestHMSDownCatchesUp(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(5 * time.Second)
+	m := h.startConverged()
 	base := []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
 	retries := m.metric("hmssync_retries_total", `class="transient"`)
 	h.hms.Down()
@@ -256,12 +241,7 @@ func TestHMSDownCatchesUp(t *testing.T) {
 // The master's FE down: the committed cursor does not move; it catches up after.
 func TestFEDownHoldsCursor(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(5 * time.Second)
+	m := h.startConverged()
 	held := h.masterCursor()
 	retries := m.metric("hmssync_retries_total", `class="transient"`)
 	m.fe.Down()
@@ -360,12 +340,7 @@ func TestEtcdUnreachableMasterStops(t *testing.T) {
 // The pause key stops the master advancing; removing it resumes.
 func TestPauseKey(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(5 * time.Second)
+	m := h.startConverged()
 	h.setPause(true)
 	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
 	held := h.masterCursor()
@@ -385,12 +360,7 @@ func TestPauseKey(t *testing.T) {
 // SIGTERM on the master: a successor leads well before the lease would expire.
 func TestSigtermHandsOver(t *testing.T) {
 	h := newHarness(t, harnessOpts{leaseTTL: 10 * time.Second})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(15 * time.Second)
+	m := h.startConverged()
 	start := time.Now()
 	m.stop()
 	// A handover by lease expiry would take 10 s; resigning takes milliseconds.
@@ -405,12 +375,7 @@ func TestSigtermHandsOver(t *testing.T) {
 // commit in well under a second.
 func TestFollowersAreEventDriven(t *testing.T) {
 	h := newHarness(t, harnessOpts{poll: 10 * time.Second})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(5 * time.Second)
+	m := h.startConverged()
 	for round := 0; round < 3; round++ {
 		// The master is idle for 10 s; the pause key wakes it at once.
 		h.setPause(true)
@@ -513,12 +478,7 @@ func eventApplied(batches []change.Batch, id int64, want []change.Descriptor) bo
 // does not campaign: the candidacy gate.
 func TestUnhealthyFEGatesCandidacy(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	h.churn(5)
-	for i := 0; i < 3; i++ {
-		h.start(i, memberOpts{})
-	}
-	h.awaitConverged(converge)
-	m := h.master(5 * time.Second)
+	m := h.startConverged()
 	m.fe.Down()
 	// GateGrace is 1 s in the harness.
 	await(t, 10*time.Second, "another member to lead", func() (bool, string) {

@@ -347,6 +347,19 @@ func (h *harness) fullRefreshes(i int) int {
 }
 
 // master waits for exactly one running member to be master and returns it.
+// startConverged writes a small history, starts three sidecars with default
+// options, waits until every FE converged, and returns the master: the opening
+// of most scenarios.
+func (h *harness) startConverged() *member {
+	h.t.Helper()
+	h.churn(5)
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{})
+	}
+	h.awaitConverged(converge)
+	return h.master(5 * time.Second)
+}
+
 func (h *harness) master(timeout time.Duration) *member {
 	h.t.Helper()
 	var found *member
