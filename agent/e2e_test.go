@@ -316,8 +316,6 @@ func TestEtcdUnreachableMasterStops(t *testing.T) {
 
 	link.Cut()
 	await(t, 10*time.Second, "the cut-off master to stop being master", func() (bool, string) { return !cut.isMaster(), "" })
-	commitsAfterStop := h.commitCount()
-	_ = commitsAfterStop
 	h.churn(20)
 	await(t, 10*time.Second, "another master", func() (bool, string) {
 		for _, m := range h.running() {

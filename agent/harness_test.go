@@ -142,12 +142,6 @@ func (h *harness) checkCommitsMonotonic(from int) {
 	}
 }
 
-func (h *harness) commitCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.commits)
-}
-
 type memberOpts struct {
 	password string              // FE password; default the right one
 	poll     time.Duration       // default the harness's
