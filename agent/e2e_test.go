@@ -141,7 +141,7 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 	}
 	h.awaitConverged(converge)
 	m := h.master(5 * time.Second)
-	base := []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
+	base := h.allFullRefreshes()
 
 	// Gap: pause the master, write, clean beyond its cursor, resume.
 	h.setPause(true)
@@ -151,41 +151,25 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 	h.hms.Clean(cursor + 5)
 	h.setPause(false)
 	h.awaitConverged(converge)
-	for i := 0; i < 3; i++ {
-		if got := h.fullRefreshes(i) - base[i]; got != 1 {
-			t.Errorf("gap: FE %d got %d full refreshes, want exactly 1", i, got)
-		}
-	}
+	h.expectFullRefreshesSince(base, 1, "gap")
 	// Normal sync afterwards: more events arrive without another refresh.
 	h.churn(15)
 	h.awaitConverged(converge)
-	for i := 0; i < 3; i++ {
-		if got := h.fullRefreshes(i) - base[i]; got != 1 {
-			t.Errorf("after the gap: FE %d got %d full refreshes in total, want 1", i, got)
-		}
-	}
+	h.expectFullRefreshesSince(base, 1, "after the gap")
 	h.checkCommitsMonotonic(0)
 
 	// Reset: the metastore's log starts again below everyone's cursor.
-	base = []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
+	base = h.allFullRefreshes()
 	h.setPause(true)
 	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
 	h.hms.Reset(3)
 	h.churn(2)
 	h.setPause(false)
 	h.awaitConverged(converge)
-	for i := 0; i < 3; i++ {
-		if got := h.fullRefreshes(i) - base[i]; got != 1 {
-			t.Errorf("reset: FE %d got %d full refreshes, want exactly 1", i, got)
-		}
-	}
+	h.expectFullRefreshesSince(base, 1, "reset")
 	h.churn(10)
 	h.awaitConverged(converge)
-	for i := 0; i < 3; i++ {
-		if got := h.fullRefreshes(i) - base[i]; got != 1 {
-			t.Errorf("after the reset: FE %d got %d full refreshes in total, want 1", i, got)
-		}
-	}
+	h.expectFullRefreshesSince(base, 1, "after the reset")
 }
 
 // A poison event (an undecodable message) self-heals: the loop keeps going, and
@@ -219,7 +203,7 @@ func TestPoisonEventSelfHeals(t *testing.T) {
 func TestHMSDownCatchesUp(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
-	base := []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
+	base := h.allFullRefreshes()
 	retries := m.metric("hmssync_retries_total", `class="transient"`)
 	h.hms.Down()
 	h.churn(30) // written while nobody can read them
@@ -231,11 +215,7 @@ func TestHMSDownCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.awaitConverged(converge)
-	for i := 0; i < 3; i++ {
-		if got := h.fullRefreshes(i) - base[i]; got != 0 {
-			t.Errorf("FE %d: %d full refreshes after the metastore came back, want 0", i, got)
-		}
-	}
+	h.expectFullRefreshesSince(base, 0, "after the metastore came back")
 }
 
 // The master's FE down: the committed cursor does not move; it catches up after.

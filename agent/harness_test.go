@@ -321,6 +321,22 @@ func (m *member) metric(name string, labels ...string) float64 {
 }
 
 // fullRefreshes counts the full refreshes FE i received.
+// allFullRefreshes is fullRefreshes of each of the three members.
+func (h *harness) allFullRefreshes() []int {
+	return []int{h.fullRefreshes(0), h.fullRefreshes(1), h.fullRefreshes(2)}
+}
+
+// expectFullRefreshesSince fails the test unless each member's FE got exactly
+// want full refreshes since base (from allFullRefreshes).
+func (h *harness) expectFullRefreshesSince(base []int, want int, what string) {
+	h.t.Helper()
+	for i := range base {
+		if got := h.fullRefreshes(i) - base[i]; got != want {
+			h.t.Errorf("%s: FE %d got %d full refreshes since the start of the scenario, want %d", what, i, got, want)
+		}
+	}
+}
+
 func (h *harness) fullRefreshes(i int) int {
 	if h.o.dialect == "doris" {
 		n := 0

@@ -271,28 +271,21 @@ func (m *demoMember) start(ctx context.Context, log *zap.Logger) error {
 
 // kill simulates a crash: the etcd connection dies before anything else, so the
 // member cannot resign and its lease has to expire.
-func (m *demoMember) kill() {
+func (m *demoMember) kill() { m.halt("killed", true) }
+
+// stop is a graceful stop (SIGTERM).
+func (m *demoMember) stop() { m.halt("stopped", false) }
+
+func (m *demoMember) halt(state string, crash bool) {
 	m.mu.Lock()
 	sc, cancel, done := m.sc, m.cancel, m.done
-	m.sc, m.state = nil, "killed"
+	m.sc, m.state = nil, state
 	m.mu.Unlock()
 	if sc == nil {
 		return
 	}
-	_ = sc.Etcd.Close()
-	cancel()
-	<-done
-	sc.Close()
-}
-
-// stop is a graceful stop (SIGTERM).
-func (m *demoMember) stop() {
-	m.mu.Lock()
-	sc, cancel, done := m.sc, m.cancel, m.done
-	m.sc, m.state = nil, "stopped"
-	m.mu.Unlock()
-	if sc == nil {
-		return
+	if crash {
+		_ = sc.Etcd.Close()
 	}
 	cancel()
 	<-done
