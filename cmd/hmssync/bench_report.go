@@ -52,6 +52,9 @@ type benchFigures struct {
 	// decode of a fetch, per apply and per commit, from its /metrics), and what the bench process itself (the fake
 	// metastore and FEs, etcd) spent, which competes for the same cores.
 	MasterStageMS map[string]float64 `json:"master_batch_stage_ms"`
+	// The same over the steady phase: where an event's time goes after the
+	// poll that finds it (figure 4).
+	SteadyStageMS map[string]float64 `json:"master_steady_batch_stage_ms"`
 	// Where the last run ended: the last event appended, each member's
 	// cursor and (native) each FE's applied event id, all equal to it when
 	// the run finished.
@@ -168,9 +171,10 @@ func figuresOf(runs []runSample, raw float64) *benchFigures {
 		f.LastEventID, f.MemberCursors, f.FEAppliedEventIDs = last.lastEventID, last.memberCursors, last.feApplied
 	}
 	f.BenchCPUPer100k = med(func(s runSample) float64 { return s.benchCPUPer100k })
-	f.MasterStageMS = map[string]float64{}
+	f.MasterStageMS, f.SteadyStageMS = map[string]float64{}, map[string]float64{}
 	for _, k := range []string{"fetch", "decode", "apply", "commit"} {
 		f.MasterStageMS[k] = med(func(s runSample) float64 { return s.stageMS[k] })
+		f.SteadyStageMS[k] = med(func(s runSample) float64 { return s.steadyStageMS[k] })
 	}
 	return f
 }
@@ -183,7 +187,7 @@ func (r *benchReport) headline(dialects []string) {
 		if first {
 			r.benchFigures = *f
 			r.RunsDrainEPS = nil
-			r.MasterStageMS = nil
+			r.MasterStageMS, r.SteadyStageMS = nil, nil
 			r.MemberCursors, r.FEAppliedEventIDs = nil, nil
 			r.SteadySubject = ""
 			first = false
@@ -263,9 +267,14 @@ func (r *benchReport) writeTable(w io.Writer) {
 	row("7. … the bench process (fake metastore and FEs, etcd) on the same cores", "", func(f *benchFigures) string {
 		return fmt.Sprintf("%.2f", f.BenchCPUPer100k)
 	})
-	row("master's mean time in the drain per fetch / decode of a fetch / apply / commit (ms)", "", func(f *benchFigures) string {
-		m := f.MasterStageMS
+	stages := func(m map[string]float64) string {
 		return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", m["fetch"], m["decode"], m["apply"], m["commit"])
+	}
+	row("master's mean time in the drain per fetch / decode of a fetch / apply / commit (ms)", "", func(f *benchFigures) string {
+		return stages(f.MasterStageMS)
+	})
+	row("… in the steady phase (the step after the poll that finds an event)", "", func(f *benchFigures) string {
+		return stages(f.SteadyStageMS)
 	})
 	in := r.InFE
 	row(fmt.Sprintf("8. in-FE design at its defaults (%d events per %.0f s tick)", in.BatchPerTick, in.TickMS/1000),

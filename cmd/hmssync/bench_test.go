@@ -88,6 +88,18 @@ func TestBenchTinyRun(t *testing.T) {
 		if p50, p99 := num(f, "follower_lag_p50_ms"), num(f, "follower_lag_p99_ms"); p50 < 0 || p99 < p50 {
 			t.Errorf("%s: follower lag p50 %v, p99 %v: want 0 ≤ p50 ≤ p99", d, p50, p99)
 		}
+		// The steady phase's step breakdown comes from the master's own
+		// histograms: every applied batch waited for at least one FE answer
+		// (--fe-latency 1ms).
+		steady, _ := f["master_steady_batch_stage_ms"].(map[string]any)
+		for _, k := range []string{"fetch", "decode", "apply", "commit"} {
+			if v, _ := steady[k].(float64); v <= 0 {
+				t.Errorf("%s: steady-phase %s %v ms per batch, want > 0 (%v)", d, k, v, steady)
+			}
+		}
+		if v, _ := steady["apply"].(float64); v < 1 {
+			t.Errorf("%s: steady-phase apply %v ms per batch, below the FE's 1 ms answer", d, v)
+		}
 		// Every member, and every native FE, ended at the last event.
 		last := num(f, "last_event_id")
 		if last < events+1 {

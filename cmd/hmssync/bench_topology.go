@@ -63,6 +63,7 @@ type runSample struct {
 	memberCursors        []int64            // each member's cursor at the end
 	feApplied            []int64            // native: each FE's applied event id at the end
 	stageMS              map[string]float64 // master's mean ms per batch in each stage, drain
+	steadyStageMS        map[string]float64 // the same over the steady phase
 	benchCPUPer100k      float64            // the bench process (fakes, etcd): CPU s per 100k drained events
 }
 
@@ -266,6 +267,10 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	if dialect == "native" {
 		poller, pollerDone = pollFEs(pctx, fes, benchCatalog, time.Millisecond)
 	}
+	steadyStages0, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
 	steadyStart := time.Now()
 	marks := appendAtRate(ctx, hmsSrv, env.tmpl.events, o.rate, o.steady)
 	if len(marks) == 0 {
@@ -291,6 +296,11 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 		return s, fmt.Errorf("%s: %w", label, err)
 	}
 	pcancel()
+	steadyStages1, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	s.steadyStageMS = steadyStages1.perBatchMS(steadyStages0)
 	s.steadyFigures(obs, poller, marks, n)
 	env.say("%s: steady %d events at %.0f/s: latency p50 %.0f ms, p99 %.0f ms; follower lag p99 %.0f ms",
 		label, s.steadyEvents, s.steadyRate, percentile(s.steadyLatencyMS, 0.5), percentile(s.steadyLatencyMS, 0.99), percentile(s.steadyLagMS, 0.99))
