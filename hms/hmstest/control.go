@@ -19,7 +19,7 @@ import (
 //	GET    /events?after=N&max=M   the kept events after N as JSON lines
 //	POST   /clean?before=N     drop events with ids below N (a gap)
 //	POST   /reset?next=N       empty the log; the next event gets id N
-//	POST   /faults             inject {"method","err","delay","drop","times"}
+//	POST   /faults             inject {"method","err","delay","drop","repeat","times"}
 //	DELETE /faults             clear all faults
 //	POST   /down, /up, /drop-connections
 //	POST   /format?format=json|gzip|mixed
@@ -152,20 +152,21 @@ type faultRequest struct {
 	Err    string `json:"err"`
 	Delay  string `json:"delay"`
 	Drop   bool   `json:"drop"`
+	Repeat bool   `json:"repeat"`
 	Times  int    `json:"times"`
 }
 
 func (s *Server) postFault(w http.ResponseWriter, r *http.Request) {
 	var req faultRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-		httpError(w, http.StatusBadRequest, "body: want {\"method\",\"err\",\"delay\",\"drop\",\"times\"}: "+err.Error())
+		httpError(w, http.StatusBadRequest, "body: want {\"method\",\"err\",\"delay\",\"drop\",\"repeat\",\"times\"}: "+err.Error())
 		return
 	}
 	if req.Method == "" {
 		httpError(w, http.StatusBadRequest, "method is empty; want a Thrift method name such as get_next_notification")
 		return
 	}
-	f := Fault{Err: req.Err, Drop: req.Drop, Times: req.Times}
+	f := Fault{Err: req.Err, Drop: req.Drop, Repeat: req.Repeat, Times: req.Times}
 	if req.Delay != "" {
 		d, err := time.ParseDuration(req.Delay)
 		if err != nil || d < 0 {
@@ -175,7 +176,13 @@ func (s *Server) postFault(w http.ResponseWriter, r *http.Request) {
 		f.Delay = d
 	}
 	if f == (Fault{Times: f.Times}) {
-		httpError(w, http.StatusBadRequest, "fault does nothing: set err, delay or drop")
+		httpError(w, http.StatusBadRequest, "fault does nothing: set err, delay, drop or repeat")
+		return
+	}
+	if f.Repeat && req.Method != repeatMethod {
+		// Only the notification fetch has ids to repeat; accepting it elsewhere
+		// would look like a fault that silently never fires.
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("repeat applies to %s only, not %q", repeatMethod, req.Method))
 		return
 	}
 	s.InjectFault(req.Method, f)
