@@ -23,7 +23,7 @@ import (
 //	DELETE /faults             clear all faults
 //	POST   /down, /up, /drop-connections
 //	POST   /format?format=json|gzip|mixed
-//	GET    /state              {"uri","current_event_id","oldest_event_id","events"}
+//	GET    /state              {"uri","up","tls","current_event_id","oldest_event_id","events"}
 //	GET    /snapshot           database → table → sorted partition names
 func (s *Server) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -83,6 +83,7 @@ func (s *Server) ControlHandler() http.Handler {
 type State struct {
 	URI            string `json:"uri"`
 	Up             bool   `json:"up"`
+	TLS            bool   `json:"tls"`
 	CurrentEventID int64  `json:"current_event_id"`
 	OldestEventID  int64  `json:"oldest_event_id"`
 	Events         int    `json:"events"`
@@ -96,7 +97,7 @@ func (s *Server) State() State {
 	s.log.mu.Lock()
 	n := len(s.log.events)
 	s.log.mu.Unlock()
-	return State{URI: s.URI(), Up: up, CurrentEventID: s.CurrentEventID(), OldestEventID: s.OldestEventID(), Events: n}
+	return State{URI: s.URI(), Up: up, TLS: s.tlsConfig != nil, CurrentEventID: s.CurrentEventID(), OldestEventID: s.OldestEventID(), Events: n}
 }
 
 func (s *Server) writeState(w http.ResponseWriter) { writeJSON(w, http.StatusOK, s.State()) }
