@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
@@ -83,5 +86,58 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// `events tail` reaches a metastore that requires TLS and a client certificate
+// through its --tls-* flags, and says what to fix when the CA is missing.
+func TestEventsTailTLS(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	clientCert, err := hmstest.NewKeyPair("hmssync")
+	must(t, err)
+	srv := hmstest.NewServer(hmstest.WithClientCAs(clientCert.Pool()))
+	defer srv.Close()
+	must(t, srv.CreateDatabase("sales"))
+	ca, cert, key := tlsFiles(t, srv, clientCert)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, &errOut
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunContext(ctx, []string{"hmssync", "events", "tail", "--hms", srv.URI(), "--from", "0", "--decode", "--poll", "10ms",
+			"--tls-ca", ca, "--tls-cert", cert, "--tls-key", key, "--tls-server-name", "localhost"})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), `"op":"REGISTER_DATABASE","db":"sales"`) {
+		select {
+		case err := <-done:
+			t.Fatalf("events tail over TLS ended: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events tail over TLS printed after 10s:\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling the output for a condition
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("events tail over TLS: %v", err)
+	}
+
+	// Without the CA the metastore's certificate is not trusted: the command
+	// fails and names the flag to set.
+	app = newApp()
+	app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
+	err = app.RunContext(context.Background(), []string{"hmssync", "events", "tail", "--hms", srv.URI(), "--tls-cert", cert, "--tls-key", key})
+	if err == nil || !strings.Contains(err.Error(), "--tls-ca") || !strings.Contains(err.Error(), srv.URI()) {
+		t.Fatalf("events tail without --tls-ca: %v; want an error naming the URI and --tls-ca", err)
+	}
+	// A bad file is refused before connecting, naming the flag.
+	err = app.RunContext(context.Background(), []string{"hmssync", "events", "tail", "--hms", srv.URI(), "--tls-cert", cert})
+	if err == nil || !strings.Contains(err.Error(), "--tls-key") {
+		t.Fatalf("events tail with --tls-cert alone: %v; want an error naming --tls-key", err)
 	}
 }
