@@ -210,6 +210,17 @@ func tail(ctx context.Context, client *hms.Client, out, errOut io.Writer, from i
 		default:
 			switch f.Continuity {
 			case hms.Gap:
+				if len(f.Events) == 0 {
+					// The cleaner emptied the log behind the cursor: nothing
+					// to print, and asking again from there would report the
+					// same gap on every poll.
+					// (Current is set for an empty batch; Last covers a batch
+					// whose events were all skipped.)
+					next := max(f.Current, f.Last)
+					fmt.Fprintf(errOut, "gap: every event after %d was cleaned; following from %d\n", cursor, next)
+					cursor = next
+					continue
+				}
 				fmt.Fprintf(errOut, "gap: events after %d were cleaned; next is %d\n", cursor, f.Events[0].ID)
 			case hms.Reset:
 				fmt.Fprintf(errOut, "reset: the metastore's current id %d is below %d; following from there\n", f.Current, cursor)
