@@ -44,6 +44,7 @@ type ClientConfig struct {
 type Client struct {
 	cfg   ClientConfig
 	addrs []string // host:port, in the shuffled order
+	uris  []string // the URIs as configured, in the same order, for errors
 	log   *zap.Logger
 	sem   chan struct{} // held while a call uses the connection
 	conn  *conn
@@ -57,12 +58,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, errors.New("hms client: no metastore URIs given; want thrift://host:port")
 	}
 	addrs := make([]string, 0, len(cfg.URIs))
+	uris := make([]string, 0, len(cfg.URIs))
 	for _, u := range cfg.URIs {
 		addr, err := ParseURI(u)
 		if err != nil {
 			return nil, fmt.Errorf("hms client: %w", err)
 		}
 		addrs = append(addrs, addr)
+		uris = append(uris, strings.TrimSpace(u))
 	}
 	if cfg.DialTimeout < 0 || cfg.CallTimeout < 0 {
 		return nil, fmt.Errorf("hms client: negative timeout (dial %v, call %v)", cfg.DialTimeout, cfg.CallTimeout)
@@ -78,8 +81,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		log = zap.NewNop()
 	}
 	// Shuffle once so that many sidecars spread over the metastores (as Hive does).
-	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
-	return &Client{cfg: cfg, addrs: addrs, log: log, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
+	rand.Shuffle(len(addrs), func(i, j int) {
+		addrs[i], addrs[j] = addrs[j], addrs[i]
+		uris[i], uris[j] = uris[j], uris[i]
+	})
+	return &Client{cfg: cfg, addrs: addrs, uris: uris, log: log, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
 // ParseURI returns the host:port of a thrift://host:port URI.
@@ -146,20 +152,24 @@ func (c *Client) call(ctx context.Context, method string, fn func(context.Contex
 		err := cn.do(ctx, c.cfg.CallTimeout, fn)
 		if err == nil || serverAnswered(err) {
 			if err != nil {
-				return fmt.Errorf("hms %s on %s: %w", method, cn.addr, err)
+				return fmt.Errorf("hms %s on %s: %w", method, cn.uri, err)
 			}
 			return nil
 		}
 		c.drop(cn, err)
 		if attempt > 0 || !cn.used || ctx.Err() != nil {
-			return fmt.Errorf("hms %s on %s: %w", method, cn.addr, err)
+			if !cn.used && ctx.Err() == nil {
+				err = withTransportHint(err)
+			}
+			return fmt.Errorf("hms %s on %s: %w", method, cn.uri, err)
 		}
 	}
 }
 
 // connect walks the URIs once from c.next and keeps the first that answers.
 func (c *Client) connect(ctx context.Context) error {
-	var errs []string
+	var errs attemptErrors
+	allHinted := true // every failure says what to check itself
 	for i := range c.addrs {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("connecting: %w", context.Cause(ctx))
@@ -178,20 +188,26 @@ func (c *Client) connect(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			c.log.Warn("metastore unreachable", zap.String("addr", addr), zap.Error(err))
-			errs = append(errs, fmt.Sprintf("%s: %v", addr, err))
+			c.log.Warn("metastore unreachable", zap.String("uri", c.uris[idx]), zap.Error(err))
+			errs = append(errs, fmt.Errorf("%s: %w", c.uris[idx], err))
+			var he *handshakeError
+			allHinted = allHinted && errors.As(err, &he)
 			continue
 		}
+		cn.uri = c.uris[idx]
 		c.conn, c.next = cn, idx
-		c.log.Info("connected to metastore", zap.String("addr", addr))
+		c.log.Info("connected to metastore", zap.String("uri", cn.uri))
 		return nil
 	}
-	return fmt.Errorf("no metastore answered (%s); check hms_uris and that the metastores run", strings.Join(errs, "; "))
+	if allHinted {
+		return fmt.Errorf("no metastore answered (%w)", errs)
+	}
+	return fmt.Errorf("no metastore answered (%w); check hms_uris and that the metastores run", errs)
 }
 
 // drop discards a broken connection; the next connection starts with another URI.
 func (c *Client) drop(cn *conn, err error) {
-	c.log.Warn("metastore connection broken", zap.String("addr", cn.addr), zap.Error(err))
+	c.log.Warn("metastore connection broken", zap.String("uri", cn.uri), zap.Error(err))
 	cn.close()
 	c.conn = nil
 	c.next = (c.next + 1) % len(c.addrs)

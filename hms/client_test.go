@@ -294,3 +294,85 @@ func TestFramedTransportAndUGI(t *testing.T) {
 		t.Errorf("set_ugi called %d times, want once after connecting", n)
 	}
 }
+
+// answeredBy calls CurrentEventID once and returns the index of the one server
+// whose call counter moved; the counters, not the shuffle, tell which answered.
+func answeredBy(t *testing.T, c *hms.Client, servers []*hmstest.Server) int {
+	t.Helper()
+	const method = "get_current_notificationEventId"
+	before := make([]int, len(servers))
+	for i, s := range servers {
+		before[i] = s.Calls(method)
+	}
+	cur, err := c.CurrentEventID(ctxT(t))
+	if err != nil {
+		t.Fatalf("CurrentEventID: %v", err)
+	}
+	who := -1
+	for i, s := range servers {
+		if n := s.Calls(method) - before[i]; n == 1 && who < 0 {
+			who = i
+		} else if n != 0 {
+			t.Fatalf("CurrentEventID: server %d saw %d calls; want exactly one server to see one", i, n)
+		}
+	}
+	if who < 0 {
+		t.Fatal("CurrentEventID answered but no server counted the call")
+	}
+	// Each server's log has a different length, so the answer names it too.
+	if want := servers[who].CurrentEventID(); cur != want {
+		t.Fatalf("CurrentEventID = %d, but server %d, which counted the call, is at %d", cur, who, want)
+	}
+	return who
+}
+
+// On reconnect the client promotes another metastore: it moves off the one whose
+// connection broke, even when that one comes back or still accepts connections,
+// and stays where it landed (Hive's client does the same, spreading load after
+// a restart). The shuffle decides the order, so the test reads which server
+// answered from their call counters; with three servers the order is a cycle,
+// which makes every step predictable once the first two are known.
+func TestReconnectPromotesAnotherMetastore(t *testing.T) {
+	servers := make([]*hmstest.Server, 3)
+	uris := make([]string, 3)
+	for i := range servers {
+		servers[i] = hmstest.NewServer()
+		defer servers[i].Close()
+		appendN(servers[i], i+1, "OPEN_TXN")
+		uris[i] = servers[i].URI()
+	}
+	c := newClient(t, hms.ClientConfig{URIs: uris, DialTimeout: time.Second})
+
+	// The client settles on the first that answers and keeps it.
+	first := answeredBy(t, c, servers)
+	for range 3 {
+		if got := answeredBy(t, c, servers); got != first {
+			t.Fatalf("call went to server %d; want the client to stay on server %d", got, first)
+		}
+	}
+
+	// That metastore goes away: the client reconnects to another one...
+	servers[first].Down()
+	second := answeredBy(t, c, servers)
+	if second == first {
+		t.Fatalf("call after server %d went down answered by it", first)
+	}
+	// ...and stays there after the first one comes back.
+	must(t, servers[first].Up())
+	for range 3 {
+		if got := answeredBy(t, c, servers); got != second {
+			t.Fatalf("call after server %d came back went to server %d; want the client to stay on server %d", first, got, second)
+		}
+	}
+
+	// The second drops its connections but keeps listening: the reconnect still
+	// promotes the next metastore in the order, the third one, instead of
+	// returning to the second, and the client stays there.
+	third := 3 - first - second
+	servers[second].DropConnections()
+	for range 3 {
+		if got := answeredBy(t, c, servers); got != third {
+			t.Fatalf("call after server %d dropped its connections went to server %d; want the next in order, server %d", second, got, third)
+		}
+	}
+}

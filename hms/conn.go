@@ -16,6 +16,7 @@ import (
 // conn is one Thrift connection to one metastore.
 type conn struct {
 	addr   string
+	uri    string // as configured, for errors and logs
 	nc     net.Conn
 	client *hmsthrift.ThriftHiveMetastoreClient
 	used   bool // at least one call completed on it
@@ -48,7 +49,7 @@ func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error
 		tlsConn := tls.Client(nc, tc)
 		if err := tlsConn.HandshakeContext(dctx); err != nil {
 			nc.Close()
-			return nil, fmt.Errorf("TLS handshake: %w", err)
+			return nil, newHandshakeError(tc.ServerName, err)
 		}
 		nc = tlsConn
 	}

@@ -60,6 +60,7 @@ type catalogConfig struct {
 	HMSCatalog     string        `yaml:"hms_catalog"`
 	HMSTimeout     time.Duration `yaml:"hms_timeout"`
 	HMSFramed      bool          `yaml:"hms_framed"`
+	HMSTLS         hmsTLSConfig  `yaml:"hms_tls"`
 	HMSUser        string        `yaml:"hms_user"`
 	BatchSize      int           `yaml:"batch_size"`
 	PollInterval   time.Duration `yaml:"poll_interval"`

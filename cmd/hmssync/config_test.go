@@ -41,7 +41,13 @@ func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
 	}
 	ct := reflect.TypeOf(catalogConfig{})
 	for i := 0; i < ct.NumField(); i++ {
-		keys = append(keys, ct.Field(i).Tag.Get("yaml"))
+		f := ct.Field(i)
+		keys = append(keys, f.Tag.Get("yaml"))
+		if f.Type.Kind() == reflect.Struct { // hms_tls and its keys
+			for j := 0; j < f.Type.NumField(); j++ {
+				keys = append(keys, f.Type.Field(j).Tag.Get("yaml"))
+			}
+		}
 	}
 	for _, k := range keys {
 		if !regexp.MustCompile(`(?m)^[ -]*` + regexp.QuoteMeta(k) + `:`).Match(data) {
@@ -156,6 +162,21 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		{"etcd user without password", "etcd: {username: hms}", nil, []string{"etcd.username", "HMSSYNC_ETCD_PASSWORD"}},
 		{"missing password file", "fe: {password_file: /nonexistent/pw}", nil, []string{"fe.password_file", "/nonexistent/pw", "readable file"}},
 		{"tls with http endpoint", "etcd: {tls: {ca_file: ../../go.mod}}", nil, []string{"etcd.endpoints[0]", "https://"}},
+		{"hms tls missing CA file", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: /nonexistent/ca.pem}}]", nil,
+			[]string{"catalogs[0].hms_tls.ca_file", "/nonexistent/ca.pem", "readable PEM file", "no such file"}},
+		{"hms tls CA file without certificates", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: ../../go.mod}}]", nil,
+			[]string{"catalogs[0].hms_tls.ca_file", "../../go.mod", "no PEM certificate"}},
+		{"hms tls keys without enabled", "catalogs: [{name: a}, {name: b, hms_tls: {server_name: hms}}]", nil,
+			[]string{"catalogs[1].hms_tls.enabled", "want true"}},
+		{"hms tls cert without key", "catalogs: [{name: a, hms_tls: {enabled: true, cert_file: ../../go.mod}}]", nil,
+			[]string{"catalogs[0].hms_tls.cert_file", "catalogs[0].hms_tls.key_file", "both"}},
+		{"hms tls cert not a key pair", "catalogs: [{name: a, hms_tls: {enabled: true, cert_file: ../../go.mod, key_file: ../../go.mod}}]", nil,
+			[]string{"catalogs[0].hms_tls.cert_file", "catalogs[0].hms_tls.key_file", "PEM client certificate"}},
+		{"hms tls skip verify with a CA", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: ../../go.mod, insecure_skip_verify: true}}]", nil,
+			[]string{"catalogs[0].hms_tls.insecure_skip_verify", "ca_file"}},
+		{"hms tls unknown key", "catalogs: [{name: a, hms_tls: {ca: x}}]", nil,
+			[]string{"catalogs[0].hms_tls.ca", "unknown key", "ca_file"}},
+		{"hms tls with system CAs", "catalogs: [{name: a, hms_tls: {enabled: true}}]", nil, []string{}}, // valid
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -135,6 +135,9 @@ func (c *sidecarConfig) validate() error {
 				bad(fmt.Sprintf("catalogs[%d].hms_uris[%d]", i, j), uri, "want a port from 1 to 65535")
 			}
 		}
+		if _, err := cat.HMSTLS.clientConfig(catalogTLSKey(i)); err != nil {
+			errs = append(errs, err)
+		}
 		if cat.HMSCatalog == "" {
 			bad(k("hms_catalog"), cat.HMSCatalog, "want the metastore catalog name (Hive's default is hive)")
 		}

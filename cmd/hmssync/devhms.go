@@ -30,6 +30,7 @@ func devHMSCommand() *cli.Command {
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "workload seed"},
 			&cli.StringFlag{Name: "format", Value: "mixed", Usage: "message format of generated events: json, gzip or mixed"},
 			&cli.BoolFlag{Name: "framed", Usage: "framed Thrift transport"},
+			&cli.StringFlag{Name: "tls", Usage: "serve TLS with a self-signed certificate for 127.0.0.1, ::1 and localhost, generated at start and written (PEM) to `FILE`: the CA clients trust (events tail --tls-ca, hms_tls.ca_file)"},
 		},
 		Action: runDevHMS,
 	}
@@ -47,11 +48,21 @@ func runDevHMS(c *cli.Context) error {
 	if c.Bool("framed") {
 		opts = append(opts, hmstest.WithFramed())
 	}
+	if c.String("tls") != "" {
+		opts = append(opts, hmstest.WithTLS())
+	}
 	srv, err := hmstest.Listen(c.String("listen"), opts...)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	defer srv.Close()
+	if f := c.String("tls"); f != "" {
+		// Written before the address is printed, so a script that waits for
+		// that line can use the file.
+		if err := os.WriteFile(f, srv.CertPEM(), 0o644); err != nil {
+			return fmt.Errorf("--tls: writing the certificate: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", c.String("control"))
 	if err != nil {
 		return fmt.Errorf("--control: %w", err)
@@ -62,7 +73,11 @@ func runDevHMS(c *cli.Context) error {
 	defer stop()
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
-	fmt.Fprintf(c.App.ErrWriter, "fake metastore on %s, control API on http://%s\n", srv.URI(), ln.Addr())
+	tlsNote := ""
+	if f := c.String("tls"); f != "" {
+		tlsNote = " (TLS; certificate in " + f + ")"
+	}
+	fmt.Fprintf(c.App.ErrWriter, "fake metastore on %s%s, control API on http://%s\n", srv.URI(), tlsNote, ln.Addr())
 	if rate := c.Float64("workload"); rate > 0 {
 		go func() {
 			err := hmstest.Workload{Rate: rate, Seed: c.Int64("seed")}.Run(ctx, srv)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,12 @@ func eventsCommand() *cli.Command {
 					&cli.IntFlag{Name: "batch", Value: 500, Usage: "events per fetch"},
 					&cli.BoolFlag{Name: "framed", Usage: "framed Thrift transport"},
 					&cli.StringFlag{Name: "ugi-user", Usage: "user for set_ugi after connecting (none by default)"},
+					&cli.BoolFlag{Name: "tls", Category: "TLS", Usage: "connect with TLS (hive.metastore.use.SSL), trusting the system's CAs unless --tls-ca is given; every --tls-* flag implies it"},
+					&cli.StringFlag{Name: "tls-ca", Category: "TLS", Usage: "PEM `FILE` of the CA certificates that signed the metastore's"},
+					&cli.StringFlag{Name: "tls-cert", Category: "TLS", Usage: "PEM `FILE` of a client certificate (with --tls-key)"},
+					&cli.StringFlag{Name: "tls-key", Category: "TLS", Usage: "PEM `FILE` of the client certificate's private key"},
+					&cli.StringFlag{Name: "tls-server-name", Category: "TLS", Usage: "`NAME` to check the metastore's certificate against (default: the URI's host)"},
+					&cli.BoolFlag{Name: "tls-insecure-skip-verify", Category: "TLS", Usage: "do not check the metastore's certificate (testing only)"},
 				},
 				Action: tailEvents,
 			},
@@ -136,9 +143,14 @@ func writeLine(w io.Writer, v any) error {
 func tailEvents(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tlsCfg, err := tailTLS(c)
+	if err != nil {
+		return err
+	}
 	client, err := hms.NewClient(hms.ClientConfig{
 		URIs:    strings.Split(c.String("hms"), ","),
 		Framed:  c.Bool("framed"),
+		TLS:     tlsCfg,
 		UGIUser: c.String("ugi-user"),
 	})
 	if err != nil {
@@ -149,6 +161,26 @@ func tailEvents(c *cli.Context) error {
 		return errors.New("--batch and --poll must be positive")
 	}
 	return tail(ctx, client, c.App.Writer, c.App.ErrWriter, c.Int64("from"), c.Int("batch"), c.Duration("poll"), c.Bool("decode"), hms.Decoder{Catalog: c.String("hms-catalog")})
+}
+
+// tailFlags maps the hms_tls keys to the flags of `events tail`, for errors.
+var tailFlags = map[string]string{
+	"enabled": "--tls", "ca_file": "--tls-ca", "cert_file": "--tls-cert", "key_file": "--tls-key",
+	"server_name": "--tls-server-name", "insecure_skip_verify": "--tls-insecure-skip-verify", "": "--tls-*",
+}
+
+// tailTLS reads the --tls* flags, with the same checks as a catalog's hms_tls;
+// unlike in the file, a --tls-* flag turns TLS on by itself.
+func tailTLS(c *cli.Context) (*tls.Config, error) {
+	t := hmsTLSConfig{
+		CAFile:             c.String("tls-ca"),
+		CertFile:           c.String("tls-cert"),
+		KeyFile:            c.String("tls-key"),
+		ServerName:         c.String("tls-server-name"),
+		InsecureSkipVerify: c.Bool("tls-insecure-skip-verify"),
+	}
+	t.Enabled = c.Bool("tls") || t.anySet()
+	return t.clientConfig(func(key string) string { return tailFlags[key] })
 }
 
 // tail prints events after from until ctx ends; from < 0 starts at the current id.
@@ -178,6 +210,17 @@ func tail(ctx context.Context, client *hms.Client, out, errOut io.Writer, from i
 		default:
 			switch f.Continuity {
 			case hms.Gap:
+				if len(f.Events) == 0 {
+					// The cleaner emptied the log behind the cursor: nothing
+					// to print, and asking again from there would report the
+					// same gap on every poll.
+					// (Current is set for an empty batch; Last covers a batch
+					// whose events were all skipped.)
+					next := max(f.Current, f.Last)
+					fmt.Fprintf(errOut, "gap: every event after %d was cleaned; following from %d\n", cursor, next)
+					cursor = next
+					continue
+				}
 				fmt.Fprintf(errOut, "gap: events after %d were cleaned; next is %d\n", cursor, f.Events[0].ID)
 			case hms.Reset:
 				fmt.Fprintf(errOut, "reset: the metastore's current id %d is below %d; following from there\n", f.Current, cursor)

@@ -119,3 +119,43 @@ func TestEventsTail(t *testing.T) {
 		t.Fatalf("tail --from 1 --decode printed:\n%s\nwant events 2-4 each with its descriptor", got)
 	}
 }
+
+// A metastore whose cleaner emptied the log behind the cursor answers with a gap
+// and no events: tail reports it and follows from the current id instead of
+// failing (it used to index the empty batch).
+func TestEventsTailGapOnAnEmptiedLog(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	s := hmstest.NewServer()
+	defer s.Close()
+	for _, db := range []string{"a", "b", "c"} {
+		if err := s.CreateDatabase(db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Clean(s.CurrentEventID() + 1)
+	client, err := hms.NewClient(hms.ClientConfig{URIs: []string{s.URI()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- tail(ctx, client, &out, &errOut, 1, 10, 10*time.Millisecond, true, hms.Decoder{}) }()
+	waitFor(t, 10*time.Second, "tail to report the gap", func() (bool, string) {
+		return strings.Contains(errOut.String(), "gap"), errOut.String()
+	})
+	if err := s.CreateDatabase("d"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "tail to print the event after the gap", func() (bool, string) {
+		return strings.Contains(out.String(), `"db":"d"`), out.String()
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(errOut.String(), "gap"); n != 1 {
+		t.Errorf("tail reported %d gaps, want 1:\n%s", n, errOut.String())
+	}
+}

@@ -33,10 +33,16 @@ func freeAddr(t *testing.T) string {
 
 // `run --embedded-etcd` end to end through the production wiring: the sidecar
 // syncs the metastore into the FE, serves its HTTP surface without secrets, and
-// exits promptly when its context ends (the signal).
+// exits promptly when its context ends (the signal). The metastore speaks TLS and
+// requires a client certificate, so the catalog's hms_tls keys (CA, client
+// certificate, server name) must reach the client; the demo covers plain Thrift.
 func TestRunEmbeddedSingleNode(t *testing.T) {
 	defer goleak.VerifyNone(t, leakIgnores...)
-	srv := hmstest.NewServer()
+	clientCert, err := hmstest.NewKeyPair("hmssync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := hmstest.NewServer(hmstest.WithClientCAs(clientCert.Pool()))
 	defer srv.Close()
 	if err := (hmstest.Workload{Seed: 1, Databases: 1, Tables: 3, Events: 20}).Run(context.Background(), srv); err != nil {
 		t.Fatal(err)
@@ -49,6 +55,12 @@ func TestRunEmbeddedSingleNode(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("pw-7f3a\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	caFile, certFile, keyFile := filepath.Join(dir, "hms-ca.pem"), filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
+	for f, b := range map[string][]byte{caFile: srv.CertPEM(), certFile: clientCert.CertPEM, keyFile: clientCert.KeyPEM} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	httpAddr := freeAddr(t)
 	cfgFile := filepath.Join(dir, "sidecar.yaml")
 	yaml := fmt.Sprintf(`
@@ -57,9 +69,12 @@ member: only
 etcd: {embedded_dir: %q, embedded_listen: %q, lease_ttl: 2s, request_timeout: 500ms}
 fe: {url: %q, dialect: native, password_file: %q, health_interval: 100ms, unhealthy_grace: 1s}
 catalogs:
-  - {name: hive, hms_uris: [%q], poll_interval: 50ms}
+  - name: hive
+    hms_uris: [%q]
+    poll_interval: 50ms
+    hms_tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q, server_name: localhost}
 http: {listen: %q}
-`, filepath.Join(dir, "etcd"), freeAddr(t), fe.URL, pwFile, srv.URI(), httpAddr)
+`, filepath.Join(dir, "etcd"), freeAddr(t), fe.URL, pwFile, srv.URI(), caFile, certFile, keyFile, httpAddr)
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -77,10 +77,17 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 
 	var cats []agent.Catalog
 	maxCall := max(cfg.FE.Timeout, cfg.Etcd.RequestTimeout)
-	for _, cc := range cfg.Catalogs {
+	for i, cc := range cfg.Catalogs {
+		hmsLog := log.Named("hms").With(zap.String("catalog", cc.Name))
+		tlsCfg, err := cc.HMSTLS.clientConfig(catalogTLSKey(i))
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", cc.Name, err) // validated at load; a file may have changed since
+		}
+		if cc.HMSTLS.InsecureSkipVerify {
+			hmsLog.Warn("hms_tls.insecure_skip_verify is on: the metastore's certificate is not checked; use it for testing only")
+		}
 		hc, err := hms.NewClient(hms.ClientConfig{URIs: cc.HMSURIs, DialTimeout: min(cc.HMSTimeout, 10*time.Second), CallTimeout: cc.HMSTimeout,
-			Framed: cc.HMSFramed, UGIUser: cc.HMSUser,
-			Logger: log.Named("hms").With(zap.String("catalog", cc.Name))})
+			Framed: cc.HMSFramed, TLS: tlsCfg, UGIUser: cc.HMSUser, Logger: hmsLog})
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s: metastore client: %w", cc.Name, err)
 		}

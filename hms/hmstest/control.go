@@ -19,11 +19,11 @@ import (
 //	GET    /events?after=N&max=M   the kept events after N as JSON lines
 //	POST   /clean?before=N     drop events with ids below N (a gap)
 //	POST   /reset?next=N       empty the log; the next event gets id N
-//	POST   /faults             inject {"method","err","delay","drop","times"}
+//	POST   /faults             inject {"method","err","delay","drop","repeat","times"}
 //	DELETE /faults             clear all faults
 //	POST   /down, /up, /drop-connections
 //	POST   /format?format=json|gzip|mixed
-//	GET    /state              {"uri","current_event_id","oldest_event_id","events"}
+//	GET    /state              {"uri","up","tls","current_event_id","oldest_event_id","events"}
 //	GET    /snapshot           database → table → sorted partition names
 func (s *Server) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -83,6 +83,7 @@ func (s *Server) ControlHandler() http.Handler {
 type State struct {
 	URI            string `json:"uri"`
 	Up             bool   `json:"up"`
+	TLS            bool   `json:"tls"`
 	CurrentEventID int64  `json:"current_event_id"`
 	OldestEventID  int64  `json:"oldest_event_id"`
 	Events         int    `json:"events"`
@@ -96,7 +97,7 @@ func (s *Server) State() State {
 	s.log.mu.Lock()
 	n := len(s.log.events)
 	s.log.mu.Unlock()
-	return State{URI: s.URI(), Up: up, CurrentEventID: s.CurrentEventID(), OldestEventID: s.OldestEventID(), Events: n}
+	return State{URI: s.URI(), Up: up, TLS: s.tlsConfig != nil, CurrentEventID: s.CurrentEventID(), OldestEventID: s.OldestEventID(), Events: n}
 }
 
 func (s *Server) writeState(w http.ResponseWriter) { writeJSON(w, http.StatusOK, s.State()) }
@@ -152,20 +153,21 @@ type faultRequest struct {
 	Err    string `json:"err"`
 	Delay  string `json:"delay"`
 	Drop   bool   `json:"drop"`
+	Repeat bool   `json:"repeat"`
 	Times  int    `json:"times"`
 }
 
 func (s *Server) postFault(w http.ResponseWriter, r *http.Request) {
 	var req faultRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-		httpError(w, http.StatusBadRequest, "body: want {\"method\",\"err\",\"delay\",\"drop\",\"times\"}: "+err.Error())
+		httpError(w, http.StatusBadRequest, "body: want {\"method\",\"err\",\"delay\",\"drop\",\"repeat\",\"times\"}: "+err.Error())
 		return
 	}
 	if req.Method == "" {
 		httpError(w, http.StatusBadRequest, "method is empty; want a Thrift method name such as get_next_notification")
 		return
 	}
-	f := Fault{Err: req.Err, Drop: req.Drop, Times: req.Times}
+	f := Fault{Err: req.Err, Drop: req.Drop, Repeat: req.Repeat, Times: req.Times}
 	if req.Delay != "" {
 		d, err := time.ParseDuration(req.Delay)
 		if err != nil || d < 0 {
@@ -175,7 +177,13 @@ func (s *Server) postFault(w http.ResponseWriter, r *http.Request) {
 		f.Delay = d
 	}
 	if f == (Fault{Times: f.Times}) {
-		httpError(w, http.StatusBadRequest, "fault does nothing: set err, delay or drop")
+		httpError(w, http.StatusBadRequest, "fault does nothing: set err, delay, drop or repeat")
+		return
+	}
+	if f.Repeat && req.Method != repeatMethod {
+		// Only the notification fetch has ids to repeat; accepting it elsewhere
+		// would look like a fault that silently never fires.
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("repeat applies to %s only, not %q", repeatMethod, req.Method))
 		return
 	}
 	s.InjectFault(req.Method, f)

@@ -1,13 +1,16 @@
 package hmstest_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
@@ -76,4 +79,51 @@ func TestControlAPI(t *testing.T) {
 	if code, body = post(t, h.URL+"/up", ""); code != 200 || !strings.Contains(body, `"up":true`) {
 		t.Fatalf("POST /up: %d %s", code, body)
 	}
+}
+
+// A repeat fault injected over HTTP reaches a real client: the metastore answers
+// with duplicate ids, which the client drops while the batch stays contiguous.
+func TestControlAPIRepeatFault(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	h := httptest.NewServer(s.ControlHandler())
+	defer h.Close()
+	for range 6 {
+		s.Append(hms.Event{Time: 1, Type: "OPEN_TXN", Message: "{}", Format: hms.FormatJSON})
+	}
+
+	if code, body := post(t, h.URL+"/faults", `{"method":"get_next_notification","repeat":true,"times":1}`); code != 200 || !strings.Contains(body, `"repeat":true`) {
+		t.Fatalf("POST /faults repeat: %d %s", code, body)
+	}
+
+	c, err := hms.NewClient(hms.ClientConfig{URIs: []string{s.URI()}})
+	must(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := c.NextEvents(ctx, 2, 3, nil)
+	must(t, err)
+	// The metastore sent 2, 3, 3, 4, 4, 5, 5: event 2 (not after the cursor) and
+	// the three repeats are dropped.
+	if got := eventIDs(f.Events); !reflect.DeepEqual(got, []int64{3, 4, 5}) || f.Dropped != 4 || f.Continuity != hms.Contiguous || f.Last != 5 {
+		t.Fatalf("NextEvents(2, 3) under a repeat fault = %v dropped %d %v last %d; want [3 4 5], 4 dropped, contiguous, last 5", got, f.Dropped, f.Continuity, f.Last)
+	}
+	// times: 1 — the next fetch is clean again.
+	f, err = c.NextEvents(ctx, 5, 10, nil)
+	must(t, err)
+	if got := eventIDs(f.Events); !reflect.DeepEqual(got, []int64{6}) || f.Dropped != 0 {
+		t.Fatalf("NextEvents(5) after the repeat fault was used up = %v dropped %d; want [6], none dropped", got, f.Dropped)
+	}
+	// Only get_next_notification has ids to repeat.
+	if code, body := post(t, h.URL+"/faults", `{"method":"get_current_notificationEventId","repeat":true}`); code != 400 || !strings.Contains(body, "get_next_notification") {
+		t.Fatalf("POST /faults repeat on a method without ids: %d %s; want 400 naming get_next_notification", code, body)
+	}
+}
+
+func eventIDs(evs []hms.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.ID
+	}
+	return out
 }

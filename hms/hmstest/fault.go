@@ -7,6 +7,9 @@ import (
 
 type repeatKey struct{}
 
+// repeatMethod is the one method a Repeat fault changes.
+const repeatMethod = "get_next_notification"
+
 func repeatRequested(ctx context.Context) bool {
 	v, _ := ctx.Value(repeatKey{}).(bool)
 	return v

@@ -8,6 +8,8 @@ package hmstest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +25,12 @@ import (
 type Server struct {
 	framed    bool
 	processor *hmsthrift.ThriftHiveMetastoreProcessor
+
+	// TLS (tls.go); set up by Listen and read-only afterwards.
+	tlsOn     bool
+	clientCAs *x509.CertPool
+	keyPair   *KeyPair
+	tlsConfig *tls.Config
 
 	mu     sync.Mutex
 	addr   string
@@ -73,6 +81,9 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 		o(s)
 	}
 	s.processor = hmsthrift.NewThriftHiveMetastoreProcessor(handler{s})
+	if err := s.setUpTLS(); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
@@ -82,7 +93,8 @@ func Listen(addr string, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// URI is the server's address as a metastore URI, thrift://127.0.0.1:PORT.
+// URI is the server's address as a metastore URI, thrift://127.0.0.1:PORT (also
+// with TLS: Hive's URIs do not change scheme, the client configuration says TLS).
 func (s *Server) URI() string { return "thrift://" + s.Addr() }
 
 // Addr is the server's host:port.
@@ -118,7 +130,9 @@ func (s *Server) serve(ln net.Listener) {
 			s.mu.Unlock()
 			go func() {
 				defer s.wg.Done()
-				s.serveConn(ctx, nc)
+				// Faults and Down close the accepted connection itself, never the
+				// TLS layer, whose Close could wait on a stuck write.
+				s.serveConn(ctx, s.wrapConn(nc))
 				s.dropConn(nc)
 			}()
 		}
