@@ -104,7 +104,7 @@ type masterCursorWatch = watched[cursorstore.Cursor]
 func newMasterCursorWatch(catalog string, store CursorStore, m *metrics, log *zap.Logger, r Retry) *masterCursorWatch {
 	return &masterCursorWatch{
 		name: "master_cursor",
-		open: func(ctx context.Context) <-chan cursorstore.Cursor { return store.WatchMaster(ctx, catalog) },
+		open: func(ctx context.Context) <-chan cursorstore.Cursor { return store.WatchMaster(ctx, catalog).C },
 		onValue: func(_ cursorstore.Cursor, _ bool, c cursorstore.Cursor) {
 			m.masterCursor.WithLabelValues(catalog).Set(float64(cursorValue(c)))
 		},
@@ -126,7 +126,7 @@ type pauseWatch struct{ *watched[bool] }
 func newPauseWatch(store CursorStore, m *metrics, log *zap.Logger, r Retry) *pauseWatch {
 	return &pauseWatch{&watched[bool]{
 		name: "pause",
-		open: store.WatchPause,
+		open: func(ctx context.Context) <-chan bool { return store.WatchPause(ctx).C },
 		onValue: func(was, _ bool, p bool) {
 			if p != was {
 				if p {
