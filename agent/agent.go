@@ -61,11 +61,13 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	a.health.mu.Unlock()
-	a.pause = newPauseWatch(cfg.Store, a.m, a.log, a.retry)
+	a.pause = newPauseWatch(cfg.Store, a.m, a.log)
+	// SPEC §7's watch restarts: the store re-establishes its watches itself, so
+	// it is the one that counts them.
 	if wr, ok := cfg.Store.(interface{ WatchRestarts() int64 }); ok {
 		a.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Namespace: "hmssync", Name: "etcd_watch_reconnects_total",
-			Help: "Times the cursor store re-established an etcd watch (reconnects, compaction).",
+			Namespace: "hmssync", Name: "watch_restarts_total",
+			Help: "Times an etcd watch of this member (master cursors, pause key) was re-established: compaction, lost etcd leader, broken stream, or no answer from etcd within the freshness bound.",
 		}, func() float64 { return float64(wr.WatchRestarts()) }))
 	}
 	for _, c := range cfg.Catalogs {

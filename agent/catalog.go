@@ -78,7 +78,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	log := a.log.With(zap.String("catalog", cat.Name))
 	l := &catalogLoop{
 		a: a, cat: cat, log: log, own: -1, refreshReason: "initial",
-		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log, a.retry),
+		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
 	}
 	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)

@@ -34,7 +34,6 @@ type metrics struct {
 	role            *prometheus.GaugeVec   // role
 	leaderChanges   prometheus.Counter
 	fencedRejected  *prometheus.CounterVec // catalog, reason
-	watchRestarts   *prometheus.CounterVec // watch
 	feHealthy       prometheus.Gauge
 	paused          prometheus.Gauge
 	feAuthFailures  prometheus.Counter
@@ -89,7 +88,6 @@ func newMetrics() *metrics {
 			return c
 		}(),
 		fencedRejected: counter("fenced_write_rejections_total", "Fenced cursor commits etcd refused, by reason: not_leader, conflict, outcome_unknown, backwards.", "catalog", "reason"),
-		watchRestarts:  counter("watch_restarts_total", "etcd watches that ended and were re-established, by watch: master_cursor, pause.", "watch"),
 		feHealthy: func() prometheus.Gauge {
 			g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hmssync", Name: "fe_healthy", Help: "1 if the last FE check succeeded (reachable and authenticated)."})
 			f(g)

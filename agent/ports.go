@@ -42,10 +42,10 @@ type CursorStore interface {
 	// RewindMaster is the fenced commit that may lower the cursor: only for a
 	// metastore whose notification log was reset.
 	RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64) (cursorstore.Cursor, error)
-	WatchMaster(ctx context.Context, catalog string) <-chan cursorstore.Cursor
+	WatchMaster(ctx context.Context, catalog string) cursorstore.Watch[cursorstore.Cursor]
 	MemberCursor(ctx context.Context, member, catalog string) (cursorstore.Cursor, error)
 	PutMemberCursor(ctx context.Context, member, catalog string, value int64) error
-	WatchPause(ctx context.Context) <-chan bool
+	WatchPause(ctx context.Context) cursorstore.Watch[bool]
 }
 
 // StatusPublisher keeps the member's status key in etcd current (`hmssync status`

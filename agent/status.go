@@ -114,8 +114,8 @@ func (a *Agent) notReady() []string {
 	case err != nil:
 		why = append(why, "FE check failed: "+err.Error())
 	}
-	if !a.pause.healthy() {
-		why = append(why, "pause key watch not established")
+	if err := a.pause.notFresh(); err != nil {
+		why = append(why, err.Error())
 	}
 	for _, l := range a.loops {
 		l.mu.Lock()
@@ -127,8 +127,8 @@ func (a *Agent) notReady() []string {
 		if auth {
 			why = append(why, fmt.Sprintf("catalog %s: FE refused hmssync's credentials", l.cat.Name))
 		}
-		if !l.watch.healthy() {
-			why = append(why, fmt.Sprintf("catalog %s: master cursor watch not established", l.cat.Name))
+		if err := l.watch.notFresh(); err != nil {
+			why = append(why, fmt.Sprintf("catalog %s: %v", l.cat.Name, err))
 		}
 	}
 	return why

@@ -2,12 +2,12 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // signal is a broadcast: waiters take the current channel, and the next change
@@ -35,20 +35,19 @@ func (s *signal) fire() {
 
 // watched holds the newest value of an etcd key that a store watch follows, and
 // wakes waiters at each value. The store re-establishes its own watch through
-// reconnects and compaction; a closed channel means it gave up (etcd gone for
-// long), and watched starts over after a backoff.
+// compaction, a lost etcd leader and broken or silent streams, and closes the
+// channel only when ctx ends; whether the watch currently hears from etcd is the
+// store watch's Fresh, which /readyz reports.
 type watched[T any] struct {
-	name    string // the watch_restarts label
-	open    func(ctx context.Context) <-chan T
+	name    string // for /readyz and logs
+	open    func(ctx context.Context) cursorstore.Watch[T]
 	onValue func(prev T, known bool, v T) // metrics and logs; called in order
-	m       *metrics
 	log     *zap.Logger
-	retry   Retry
 
 	mu     sync.Mutex
 	val    T
-	known  bool // val holds a value the watch delivered
-	up     bool // the watch is established (for /readyz)
+	known  bool         // val holds a value the watch delivered
+	fresh  func() error // the running watch's Fresh; nil before run opened it
 	change *signal
 }
 
@@ -59,40 +58,44 @@ func (w *watched[T]) latest() (T, bool) {
 	return w.val, w.known
 }
 
-func (w *watched[T]) healthy() bool {
+// notFresh says why the watch cannot be trusted to show the key's current state
+// (SPEC §7: "etcd watch fresh"); nil when it can.
+func (w *watched[T]) notFresh() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.up
+	fresh, known := w.fresh, w.known
+	w.mu.Unlock()
+	if fresh == nil {
+		return fmt.Errorf("%s watch not started", w.name)
+	}
+	if err := fresh(); err != nil {
+		return err
+	}
+	if !known {
+		return fmt.Errorf("%s watch has delivered no value yet", w.name)
+	}
+	return nil
 }
 
 // changed is closed at the next delivered value.
 func (w *watched[T]) changed() <-chan struct{} { return w.change.wait() }
 
 func (w *watched[T]) run(ctx context.Context) {
-	bo := newBackoff(w.retry)
-	for ctx.Err() == nil {
-		got := false
-		for v := range w.open(ctx) {
-			got = true
-			bo.Reset()
-			w.mu.Lock()
-			prev, known := w.val, w.known
-			w.val, w.known, w.up = v, true, true
-			w.mu.Unlock()
-			w.onValue(prev, known, v)
-			w.change.fire()
-		}
+	wt := w.open(ctx)
+	w.mu.Lock()
+	w.fresh = wt.Fresh
+	w.mu.Unlock()
+	for v := range wt.C {
 		w.mu.Lock()
-		w.up = false
+		prev, known := w.val, w.known
+		w.val, w.known = v, true
 		w.mu.Unlock()
-		if ctx.Err() != nil {
-			return
-		}
-		w.m.watchRestarts.WithLabelValues(w.name).Inc()
-		w.log.Warn(w.name+" watch ended; restarting", zap.Bool("delivered", got))
-		if !retry.Sleep(ctx, bo.Next()) {
-			return
-		}
+		w.onValue(prev, known, v)
+		w.change.fire()
+	}
+	if ctx.Err() == nil {
+		// Only a watch that could not start closes early (an invalid name,
+		// which the configuration check rejects first); Fresh says why.
+		w.log.Error(w.name+" watch ended before the sidecar stopped", zap.NamedError("why", wt.Fresh()))
 	}
 }
 
@@ -101,14 +104,16 @@ func (w *watched[T]) run(ctx context.Context) {
 // while it is idle.
 type masterCursorWatch = watched[cursorstore.Cursor]
 
-func newMasterCursorWatch(catalog string, store CursorStore, m *metrics, log *zap.Logger, r Retry) *masterCursorWatch {
+func newMasterCursorWatch(catalog string, store CursorStore, m *metrics, log *zap.Logger) *masterCursorWatch {
 	return &masterCursorWatch{
-		name: "master_cursor",
-		open: func(ctx context.Context) <-chan cursorstore.Cursor { return store.WatchMaster(ctx, catalog) },
+		name: "master cursor",
+		open: func(ctx context.Context) cursorstore.Watch[cursorstore.Cursor] {
+			return store.WatchMaster(ctx, catalog)
+		},
 		onValue: func(_ cursorstore.Cursor, _ bool, c cursorstore.Cursor) {
 			m.masterCursor.WithLabelValues(catalog).Set(float64(cursorValue(c)))
 		},
-		m: m, log: log, retry: r, change: newSignal(),
+		log: log, change: newSignal(),
 	}
 }
 
@@ -123,9 +128,9 @@ func cursorValue(c cursorstore.Cursor) int64 {
 // pauseWatch follows the operator's pause key.
 type pauseWatch struct{ *watched[bool] }
 
-func newPauseWatch(store CursorStore, m *metrics, log *zap.Logger, r Retry) *pauseWatch {
+func newPauseWatch(store CursorStore, m *metrics, log *zap.Logger) *pauseWatch {
 	return &pauseWatch{&watched[bool]{
-		name: "pause",
+		name: "pause key",
 		open: store.WatchPause,
 		onValue: func(was, _ bool, p bool) {
 			if p != was {
@@ -141,7 +146,7 @@ func newPauseWatch(store CursorStore, m *metrics, log *zap.Logger, r Retry) *pau
 				m.paused.Set(0)
 			}
 		},
-		m: m, log: log, retry: r, change: newSignal(),
+		log: log, change: newSignal(),
 	}}
 }
 

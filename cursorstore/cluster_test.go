@@ -41,7 +41,7 @@ func TestWatchMasterSurvivesMemberRestartAndCompaction(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := follower.WatchMaster(ctx, "hive")
+	ch := follower.WatchMaster(ctx, "hive").C
 	if c := next(t, ch, 10*time.Second); c.Exists {
 		t.Fatalf("first value %+v; want absent", c)
 	}

@@ -46,7 +46,7 @@ func TestWatchRecoversFromCompaction(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := s.WatchMaster(ctx, "hive")
+	ch := s.WatchMaster(ctx, "hive").C
 	recv := func() Cursor {
 		t.Helper()
 		select {

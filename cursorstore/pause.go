@@ -48,18 +48,21 @@ func (s *Store) SetPaused(ctx context.Context, on bool, reason string) error {
 // WatchPause follows the pause key like WatchMaster follows a cursor: the current
 // state first, then each change, the newest state for a slow reader; closed when
 // ctx ends.
-func (s *Store) WatchPause(ctx context.Context) <-chan bool {
+func (s *Store) WatchPause(ctx context.Context) Watch[bool] {
+	key := s.keys.pause()
+	fresh := newFreshness(key, s.freshBound)
 	out := make(chan bool)
 	if err := s.check(); err != nil {
 		s.log.Error("cannot watch the pause key", zap.Error(err))
+		fresh.failed(err)
 		close(out)
-		return out
+		return Watch[bool]{C: out, fresh: fresh}
 	}
 	box := newLatest[bool]()
 	first, last := true, false
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		s.watchKey(ctx, s.keys.pause(), func(kv *mvccpb.KeyValue) {
+		s.watchKey(ctx, key, fresh, func(kv *mvccpb.KeyValue) {
 			on := kv != nil
 			if !first && on == last {
 				return
@@ -73,5 +76,5 @@ func (s *Store) WatchPause(ctx context.Context) <-chan bool {
 		wg.Wait()
 		close(out)
 	}()
-	return out
+	return Watch[bool]{C: out, fresh: fresh}
 }

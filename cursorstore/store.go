@@ -23,6 +23,10 @@ type Store struct {
 	timeout time.Duration
 	log     *zap.Logger
 	err     error // invalid prefix or cluster: every method returns it
+	// freshBound is how long a watch may go without an answer from etcd and
+	// still count as fresh: three request timeouts, as a watch asks for progress
+	// every request timeout and a loaded etcd may take one to answer.
+	freshBound time.Duration
 
 	watchRestarts atomic.Int64
 	// beforeWatch, when set (tests only), runs between a watch's read of the key
@@ -32,7 +36,8 @@ type Store struct {
 }
 
 // New returns the store of cluster under prefix ("" means /hmssync). It does not
-// talk to etcd. An invalid prefix or cluster name is reported by every method
+// talk to etcd. requestTimeout bounds each request and sets the watches'
+// freshness bound (three request timeouts, see Watch.Fresh). An invalid prefix or cluster name is reported by every method
 // (and by Err), so that callers validating early can use ValidateName or
 // ClusterPrefix first.
 func New(cli *clientv3.Client, prefix, cluster string, requestTimeout time.Duration, log *zap.Logger) *Store {
@@ -43,7 +48,7 @@ func New(cli *clientv3.Client, prefix, cluster string, requestTimeout time.Durat
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Store{cli: cli, keys: k, timeout: requestTimeout, log: log, err: err}
+	return &Store{cli: cli, keys: k, timeout: requestTimeout, log: log, err: err, freshBound: 3 * requestTimeout}
 }
 
 // Err reports an invalid prefix or cluster given to New.

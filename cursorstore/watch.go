@@ -3,6 +3,8 @@ package cursorstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -10,44 +12,99 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // watchKey calls update with key's current state (nil when absent) and then with
 // every change, until ctx ends. The pattern is Get, then Watch from the read's
-// revision + 1, with WithRequireLeader (a member cut off from its cluster cancels
-// the watch instead of hanging) and WithProgressNotify. Whenever the watch ends
-// for any reason but ctx (compaction, no leader, a closed stream) the key is read
-// again, so no change is lost and update sees the same state twice at most.
-func (s *Store) watchKey(ctx context.Context, key string, update func(kv *mvccpb.KeyValue)) {
+// revision, with WithRequireLeader (a member cut off from its cluster cancels
+// the watch instead of hanging). Whenever the watch ends for any reason but ctx
+// (compaction, no leader, a closed stream, silence past the freshness bound) the
+// key is read again, so no change is lost and update sees the same state twice
+// at most (the watch repeats the change made at the read's revision, if it was
+// this key's). fresh records each answer from etcd and each failure.
+func (s *Store) watchKey(ctx context.Context, key string, fresh *freshness, update func(kv *mvccpb.KeyValue)) {
 	delay := retry.NewDelay(50*time.Millisecond, 2*s.timeout)
 	for ctx.Err() == nil {
 		kv, rev, err := s.get(ctx, key)
 		if err != nil {
 			if ctx.Err() == nil {
+				fresh.failed(err)
 				s.log.Warn("watch: cannot read the key; retrying", zap.String("key", key), zap.Error(err))
 				delay.Wait(ctx)
 			}
 			continue
 		}
+		fresh.heardNow()
 		update(kv)
 		if s.beforeWatch != nil {
 			s.beforeWatch(key, rev)
 		}
+		err = s.follow(ctx, key, rev, fresh, delay, update)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			// etcd answered; the history is gone: read again at once.
+			s.log.Info("watch: history compacted; re-reading", zap.String("key", key), zap.Error(err))
+		} else {
+			fresh.failed(err)
+			s.log.Warn("watch ended; re-reading", zap.String("key", key), zap.Error(err))
+		}
+		s.watchRestarts.Add(1)
+		delay.Wait(ctx)
+	}
+}
 
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		wch := s.cli.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
-		for wr := range wch {
+// follow watches key from revision from, calling update with each change, until
+// the watch fails (the error says why) or ctx ends (nil). A watch on a gRPC
+// stream that etcd no longer answers (a partitioned client: the stream neither
+// delivers nor fails) is found by asking etcd for a progress notification every
+// request timeout: when nothing at all came back for the freshness bound, the
+// watch is given up and re-established, which reads the key with a deadline.
+//
+// etcd answers a progress request only when every watch on the gRPC stream has
+// reached its start revision, and drops it otherwise. So the watch starts at the
+// read's revision (never in the future), and runs on a stream of its own: the
+// client shares one stream among all watches whose contexts carry the same
+// metadata, and other watches of the same client (the election's) start in the
+// future and would silence every progress request while etcd is quiet.
+func (s *Store) follow(ctx context.Context, key string, from int64, fresh *freshness, delay *retry.Delay, update func(kv *mvccpb.KeyValue)) error {
+	own := metadata.AppendToOutgoingContext(ctx, "hmssync-watch", strconv.QuoteToASCII(key))
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(own))
+	defer cancel()
+	// Watch returns only once etcd created the watch and has no deadline of its
+	// own: the timer cancels a creation etcd does not answer.
+	creating := time.AfterFunc(s.freshBound, cancel)
+	wch := s.cli.Watch(wctx, key, clientv3.WithRev(from), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify())
+	if !creating.Stop() {
+		return fmt.Errorf("etcd did not create the watch within %s", s.freshBound.Round(time.Millisecond))
+	}
+	ask := time.NewTicker(s.timeout)
+	defer ask.Stop()
+	for {
+		select {
+		case wr, ok := <-wch:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("the etcd client closed the watch")
+			}
 			if err := wr.Err(); err != nil {
 				if errors.Is(err, rpctypes.ErrCompacted) {
-					s.log.Info("watch: history compacted; re-reading", zap.String("key", key), zap.Int64("compact_revision", wr.CompactRevision))
-				} else {
-					s.log.Warn("watch ended; re-reading", zap.String("key", key), zap.Error(err))
+					return fmt.Errorf("compacted at revision %d: %w", wr.CompactRevision, err)
 				}
-				break
+				return err
 			}
-			delay.Reset()
+			fresh.heardNow()
+			if !wr.Created {
+				// Only a watch that delivers counts as recovered: one that
+				// etcd creates and cancels at once must not retry in a spin.
+				delay.Reset()
+			}
 			for _, ev := range wr.Events {
 				if ev.Type == mvccpb.DELETE {
 					update(nil)
@@ -55,40 +112,53 @@ func (s *Store) watchKey(ctx context.Context, key string, update func(kv *mvccpb
 					update(ev.Kv)
 				}
 			}
+		case now := <-ask.C:
+			if d := fresh.silentFor(now); d > s.freshBound {
+				return fmt.Errorf("no answer from etcd for %s (bound %s)", d.Round(time.Millisecond), s.freshBound.Round(time.Millisecond))
+			}
+			s.requestProgress(wctx, key)
 		}
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		s.watchRestarts.Add(1)
-		delay.Wait(ctx)
+	}
+}
+
+// requestProgress asks etcd for a progress notification on the watch stream of
+// wctx (the stream is chosen by the context's metadata, so wctx's own). The
+// answer arrives on every watch of that stream as a response without events.
+func (s *Store) requestProgress(wctx context.Context, key string) {
+	rctx, cancel := s.request(wctx)
+	defer cancel()
+	if err := s.cli.RequestProgress(rctx); err != nil && wctx.Err() == nil {
+		s.log.Debug("watch: progress request failed", zap.String("key", key), zap.Error(err))
 	}
 }
 
 // WatchRestarts counts how often a watch of this store had to be re-established
-// (compaction, lost leader, broken stream): a metric for operators.
+// (compaction, lost leader, broken or silent stream): a metric for operators.
 func (s *Store) WatchRestarts() int64 { return s.watchRestarts.Load() }
 
 // WatchMaster follows catalog's master cursor: the current value first (also
 // when absent: Exists false), then every change, until ctx ends, when the
 // channel is closed. A slow reader is not queued up: it receives the newest value
 // (intermediate ones may be skipped). Survives reconnects, member loss and
-// compaction. A bad value (not a decimal) is logged with its key and skipped:
-// the channel keeps the last good value until someone fixes the key.
-func (s *Store) WatchMaster(ctx context.Context, catalog string) <-chan Cursor {
+// compaction; Fresh says whether it currently hears from etcd. A bad value (not
+// a decimal) is logged with its key and skipped: the channel keeps the last good
+// value until someone fixes the key.
+func (s *Store) WatchMaster(ctx context.Context, catalog string) Watch[Cursor] {
+	key := s.keys.masterCursor(catalog)
+	fresh := newFreshness(key, s.freshBound)
 	out := make(chan Cursor)
 	if err := s.check(catalogName(catalog)); err != nil {
 		s.log.Error("cannot watch master cursor", zap.Error(err))
+		fresh.failed(err)
 		close(out)
-		return out
+		return Watch[Cursor]{C: out, fresh: fresh}
 	}
-	key := s.keys.masterCursor(catalog)
 	fix := s.masterFix(catalog)
 	box := newLatest[Cursor]()
 	first, lastRev := true, int64(0)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		s.watchKey(ctx, key, func(kv *mvccpb.KeyValue) {
+		s.watchKey(ctx, key, fresh, func(kv *mvccpb.KeyValue) {
 			c, err := parseCursor(key, kv, fix)
 			if err != nil {
 				s.log.Error("master cursor is unreadable; followers wait until it is fixed", zap.Error(err))
@@ -106,5 +176,5 @@ func (s *Store) WatchMaster(ctx context.Context, catalog string) <-chan Cursor {
 		wg.Wait()
 		close(out)
 	}()
-	return out
+	return Watch[Cursor]{C: out, fresh: fresh}
 }

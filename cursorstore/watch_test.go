@@ -41,7 +41,7 @@ func TestWatchMasterStartsWithTheCurrentValueAndFollows(t *testing.T) {
 	defer cancel()
 	key := s.MasterCursorKey("hive")
 
-	ch := s.WatchMaster(ctx, "hive")
+	ch := s.WatchMaster(ctx, "hive").C
 	if c := next(t, ch, 10*time.Second); c.Exists {
 		t.Fatalf("first value %+v; want absent", c)
 	}
@@ -72,7 +72,7 @@ func TestWatchMasterStartsWithTheCurrentValueAndFollows(t *testing.T) {
 
 	// A second watcher that starts now gets the current state first.
 	rev = put("12")
-	if c := next(t, s.WatchMaster(ctx, "hive"), 10*time.Second); c.Value != 12 || c.Rev != rev {
+	if c := next(t, s.WatchMaster(ctx, "hive").C, 10*time.Second); c.Value != 12 || c.Rev != rev {
 		t.Fatalf("new watcher's first value %+v; want 12@%d", c, rev)
 	}
 
@@ -92,7 +92,7 @@ func TestWatchMasterGivesASlowReaderTheNewestValue(t *testing.T) {
 	s := newStore(t, srv.Client)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := s.WatchMaster(ctx, "hive")
+	ch := s.WatchMaster(ctx, "hive").C
 	next(t, ch, 10*time.Second)
 	var lastRev int64
 	for v := range 50 {
@@ -129,7 +129,7 @@ func TestPauseKey(t *testing.T) {
 	if on, err := s.Paused(ctx); err != nil || on {
 		t.Fatalf("Paused = %v, %v; want false", on, err)
 	}
-	ch := s.WatchPause(ctx)
+	ch := s.WatchPause(ctx).C
 	if on := next(t, ch, 10*time.Second); on {
 		t.Fatal("first pause state true; want false")
 	}
