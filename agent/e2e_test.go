@@ -144,8 +144,7 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 	base := h.allFullRefreshes()
 
 	// Gap: pause the master, write, clean beyond its cursor, resume.
-	h.setPause(true)
-	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.pauseMaster(m)
 	cursor := h.masterCursor()
 	h.churn(20)
 	h.hms.Clean(cursor + 5)
@@ -160,8 +159,7 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 
 	// Reset: the metastore's log starts again below everyone's cursor.
 	base = h.allFullRefreshes()
-	h.setPause(true)
-	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.pauseMaster(m)
 	h.hms.Reset(3)
 	h.churn(2)
 	h.setPause(false)
@@ -319,8 +317,7 @@ func TestEtcdUnreachableMasterStops(t *testing.T) {
 func TestPauseKey(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
-	h.setPause(true)
-	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.pauseMaster(m)
 	held := h.masterCursor()
 	h.churn(10)
 	// A negative claim needs an observation window: 20 poll intervals.
@@ -356,8 +353,7 @@ func TestFollowersAreEventDriven(t *testing.T) {
 	m := h.startConverged()
 	for round := 0; round < 3; round++ {
 		// The master is idle for 10 s; the pause key wakes it at once.
-		h.setPause(true)
-		await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+		h.pauseMaster(m)
 		h.churn(3)
 		target := h.hms.CurrentEventID()
 		h.setPause(false)
@@ -408,6 +404,19 @@ func (h *harness) setPause(on bool) {
 	if err != nil {
 		h.t.Fatalf("pause key: %v", err)
 	}
+}
+
+// pauseMaster sets the pause key and waits until m's catalog loop holds for it.
+// The pause watch seeing the key (Status.Paused) is not enough: a cycle already
+// running would still read the metastore's current id, possibly after the
+// test's next writes, and commit past a cursor the test read meanwhile.
+func (h *harness) pauseMaster(m *member) {
+	h.t.Helper()
+	h.setPause(true)
+	await(h.t, 10*time.Second, m.name+"'s catalog loop holding for the pause key", func() (bool, string) {
+		s := m.catalogStatus()
+		return s.Paused, fmt.Sprintf("pause key seen: %v, role %s, cursor %d", m.status().Paused, m.status().Role, s.Cursor)
+	})
 }
 
 // checkEveryEventApplied checks that every event after from reached FE i in a batch
