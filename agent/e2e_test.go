@@ -12,6 +12,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/internal/etcdpartition"
 )
@@ -427,6 +428,21 @@ func refreshStatements(stmts []string) []string {
 		}
 	}
 	return out
+}
+
+// memberCursor reads a member's durable cursor from etcd (-1 when absent).
+func (h *harness) memberCursor(member string) int64 {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := cursorstore.New(h.etcd.Client, etcdPrefix, testCluster, 5*time.Second, zap.NewNop()).MemberCursor(ctx, member, testCatalog)
+	if err != nil {
+		h.t.Fatalf("read %s's durable cursor: %v", member, err)
+	}
+	if !c.Exists {
+		return -1
+	}
+	return c.Value
 }
 
 // pauseMaster sets the pause key and waits until m's catalog loop holds for it.

@@ -209,7 +209,9 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		t.Fatal(err)
 	}
 	store := cursorstore.New(cli, etcdPrefix, testCluster, reqTimeout, log)
-	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{h.hms.URI()}, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
+	// The member's name as set_ugi user tells its reads apart in the fake
+	// metastore's fetch log.
+	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{h.hms.URI()}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
