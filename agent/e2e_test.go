@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,26 +229,60 @@ func TestHMSDownCatchesUp(t *testing.T) {
 	h.expectFullRefreshesSince(base, 0, "after the metastore came back")
 }
 
-// The master's FE down: the committed cursor does not move; it catches up after.
+// The master's FE down: while it is down and events arrive, neither the committed
+// cursor nor the master's own cursor moves; after Up it catches up.
 func TestFEDownHoldsCursor(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	m := h.startConverged()
-	held := h.masterCursor()
+	h.churn(5)
+	// The master keeps the role with its FE down for the whole test, so that
+	// one term covers the down period (the handover a closed candidacy gate
+	// makes is TestUnhealthyFEGatesCandidacy's).
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{gateGrace: time.Hour})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	held, heldRev := h.masterCursorRev()
+	transitions := m.metric("hmssync_leader_transitions_total")
 	retries := m.metric("hmssync_retries_total", `class="transient"`)
 	m.fe.Down()
-	h.churn(20)
-	await(t, 10*time.Second, "the master retrying against its down FE", func() (bool, string) {
-		v := m.metric("hmssync_retries_total", `class="transient"`)
-		return v >= retries+3, fmt.Sprintf("retries %v", v)
-	})
-	if m.isMaster() {
-		if got := h.masterCursor(); got != held {
-			t.Errorf("master cursor moved from %d to %d while the master's FE was down", held, got)
+	// Events keep arriving while the FE is down, and the master keeps trying
+	// to apply them; its own cursor must not move meanwhile.
+	for round := 1; round <= 3; round++ {
+		h.churn(10)
+		want := retries + float64(3*round)
+		await(t, 10*time.Second, "the master retrying against its down FE", func() (bool, string) {
+			if c := m.catalogStatus().Cursor; c != held {
+				t.Fatalf("%s's own cursor moved from %d to %d while its FE was down", m.name, held, c)
+			}
+			v := m.metric("hmssync_retries_total", `class="transient"`)
+			return v >= want, fmt.Sprintf("retries %v, want %v", v, want)
+		})
+	}
+	if !m.isMaster() || m.metric("hmssync_leader_transitions_total") != transitions {
+		t.Fatalf("%s lost the master role while its FE was down (with a gate grace of an hour): one term should span the whole down period", m.name)
+	}
+	// Over the whole down period the key was not written at all: its
+	// revision is still the one from before (rewriting the same value would
+	// change it too).
+	if v, rev := h.masterCursorRev(); v != held || rev != heldRev {
+		t.Errorf("master cursor written while the master's FE was down: %d (revision %d), was %d (revision %d)", v, rev, held, heldRev)
+	}
+	if c := m.catalogStatus().Cursor; c != held {
+		t.Errorf("%s's own cursor %d after its FE was down, want it held at %d", m.name, c, held)
+	}
+	if c := h.memberCursor(m.name); c != held {
+		t.Errorf("%s's durable cursor in etcd %d after its FE was down, want it held at %d", m.name, c, held)
+	}
+	for _, o := range h.running() {
+		if c := o.catalogStatus().Cursor; o != m && c != held {
+			t.Errorf("follower %s's cursor %d, want %d: the master cursor did not move", o.name, c, held)
 		}
 	}
 	if err := m.fe.Up(); err != nil {
 		t.Fatal(err)
 	}
+	// awaitConverged also waits for the master's own cursor.
 	h.awaitConverged(converge)
 	h.checkCommitsMonotonic(0)
 }
@@ -428,6 +463,26 @@ func refreshStatements(stmts []string) []string {
 		}
 	}
 	return out
+}
+
+// masterCursorRev reads the committed cursor (-1 when absent) and the
+// revision of its last write (0 when absent).
+func (h *harness) masterCursorRev() (int64, int64) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := h.etcd.Client.Get(ctx, cursorKey)
+	if err != nil {
+		h.t.Fatalf("read master cursor: %v", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return -1, 0
+	}
+	v, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		h.t.Fatalf("master cursor %q: %v", resp.Kvs[0].Value, err)
+	}
+	return v, resp.Kvs[0].ModRevision
 }
 
 // memberCursor reads a member's durable cursor from etcd (-1 when absent).

@@ -147,6 +147,9 @@ type memberOpts struct {
 	poll     time.Duration       // default the harness's
 	link     *etcdpartition.Link // reach etcd through this link
 	leaseTTL time.Duration       // default the harness's
+	// gateGrace is how long a master keeps the role with its FE unhealthy;
+	// default 1s.
+	gateGrace time.Duration
 }
 
 type member struct {
@@ -177,6 +180,9 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	if mo.leaseTTL == 0 {
 		mo.leaseTTL = h.o.leaseTTL
 	}
+	if mo.gateGrace == 0 {
+		mo.gateGrace = time.Second
+	}
 	name := fmt.Sprintf("m%d", i)
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
@@ -203,7 +209,7 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	el, err := election.New(election.Config{
 		Client: cli, Prefix: etcdPrefix + "/" + testCluster + "/election", Name: name,
 		LeaseTTL: mo.leaseTTL, RequestTimeout: reqTimeout,
-		CanLead: health.Healthy, GateGrace: time.Second, GateInterval: 50 * time.Millisecond, Logger: log,
+		CanLead: health.Healthy, GateGrace: mo.gateGrace, GateInterval: 50 * time.Millisecond, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
