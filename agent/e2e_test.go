@@ -379,16 +379,32 @@ func TestPauseKey(t *testing.T) {
 	h.awaitConverged(converge)
 }
 
-// SIGTERM on the master: a successor leads well before the lease would expire.
+// SIGTERM on the master: the successor takes over without waiting for the old
+// lease to expire, because the master resigns (SPEC §2, Roles).
 func TestSigtermHandsOver(t *testing.T) {
-	h := newHarness(t, harnessOpts{leaseTTL: 10 * time.Second})
+	const ttl = 30 * time.Second
+	h := newHarness(t, harnessOpts{leaseTTL: ttl})
 	m := h.startConverged()
-	start := time.Now()
+	term, ok := m.el.Current()
+	if !ok {
+		t.Fatalf("%s is no longer master", m.name)
+	}
 	m.stop()
-	// A handover by lease expiry would take 10 s; resigning takes milliseconds.
-	m2 := h.master(5 * time.Second)
-	took := time.Since(start)
-	t.Logf("handover from %s to %s took %s", m.name, m2.name, took)
+	// The old lease was kept alive every third of its TTL until the stop, so
+	// without a resignation it would live at least two thirds of the TTL
+	// longer: a successor within half the TTL did not wait for it.
+	m2 := h.master(ttl / 2)
+	// And the old lease is gone although its time has not run out: revoked.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := h.etcd.Client.TimeToLive(ctx, term.Token.Lease)
+	if err != nil {
+		t.Fatalf("read the stopped master's lease %x: %v", term.Token.Lease, err)
+	}
+	if resp.TTL != -1 {
+		t.Errorf("the stopped master's lease %x still has %ds to live: it did not resign", term.Token.Lease, resp.TTL)
+	}
+	t.Logf("handover from %s to %s", m.name, m2.name)
 	h.churn(5)
 	h.awaitConverged(converge, otherThan(m.i)...)
 }
