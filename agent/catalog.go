@@ -59,6 +59,11 @@ type catalogState struct {
 	authFailing             bool
 	fullRefreshes, selfHeal int
 	lastAppliedAt           time.Time
+	// paused: the loop, as master, found the pause key at the top of a cycle
+	// and has not started a step since. The pause watch seeing the key is not
+	// enough to say that the master stopped: a cycle already running still
+	// reads the metastore, applies and commits.
+	paused bool
 }
 
 // outcome says what a step wants the loop to do next.
@@ -84,6 +89,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
 	a.m.feStatements.WithLabelValues(cat.Name, "ok") // the series exists before the first request
 	a.m.masterCursor.WithLabelValues(cat.Name).Set(-1)
+	a.m.catalogPaused.WithLabelValues(cat.Name).Set(0)
 	return l
 }
 
@@ -101,6 +107,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 
 		began := time.Now()
 		l.stepStart.Store(began.UnixNano())
+		l.setPaused(false)
 		out, err := l.step(ctx, term, master)
 		l.stepStart.Store(0)
 
@@ -124,6 +131,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			// Event-driven: no timer, the etcd watch wakes the follower.
 			waitAny(ctx, nil, roleChanged, cursorMoved)
 		case paused:
+			l.setPaused(true)
 			waitAny(ctx, nil, roleChanged, pauseChanged)
 		}
 	}
@@ -210,6 +218,21 @@ func (l *catalogLoop) setOwn(v int64) {
 	l.st.own = v
 	l.mu.Unlock()
 	l.updateLag()
+}
+
+// setPaused records whether the loop holds for the pause key (see catalogState).
+func (l *catalogLoop) setPaused(p bool) {
+	l.mu.Lock()
+	was := l.st.paused
+	l.st.paused = p
+	l.mu.Unlock()
+	if p != was {
+		v := 0.0
+		if p {
+			v = 1
+		}
+		l.a.m.catalogPaused.WithLabelValues(l.cat.Name).Set(v)
+	}
 }
 
 // setHMSCurrent records the metastore's current id, as the master reads it.

@@ -54,8 +54,7 @@ func (h *harness) drainPausedBacklog(n int) (from, target int64, statements []st
 	if h.master(5*time.Second) != m {
 		h.t.Fatal("the only member is not master")
 	}
-	h.setPause(true)
-	await(h.t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.pauseMaster(m)
 	from = h.masterCursor()
 	stmtsBefore := len(h.fes[0].Statements())
 	fetchesBefore := h.hms.Calls("get_next_notification")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/internal/etcdpartition"
 )
@@ -34,12 +36,11 @@ func TestSteadyWorkloadConverges(t *testing.T) {
 			h.awaitConverged(converge)
 			h.checkCommitsMonotonic(0)
 			// Only the first sync of each FE is a full refresh; everything after
-			// it was applied event by event.
-			if dialect == "native" {
-				for i := 0; i < 3; i++ {
-					if n := h.fullRefreshes(i); n != 1 {
-						t.Errorf("FE %d: %d full refreshes, want 1 (the initial one)", i, n)
-					}
+			// it was applied event by event. A Doris cluster's FEs share their
+			// caches, so the cluster gets one: the master's.
+			for i := 0; i < 3; i++ {
+				if n := h.fullRefreshes(i); n != 1 {
+					t.Errorf("FE %d: %d full refreshes, want 1 (the initial one)", i, n)
 				}
 			}
 			if code, _ := m.get("/master"); code != http.StatusOK {
@@ -60,10 +61,22 @@ func TestSteadyWorkloadConverges(t *testing.T) {
 				})
 			}
 			if dialect == "doris" {
-				// Cluster scope: only masters ever sent statements, so the
-				// number of REFRESH statements is not multiplied by three.
-				if s := h.feCluster.Statements(); len(s) == 0 {
-					t.Error("no statement reached the Doris cluster")
+				// Cluster scope: only the master sends REFRESH statements (the
+				// followers' FEs replay them), so their number is not
+				// multiplied by three: every one the cluster received arrived
+				// at the master's endpoint, none at a follower's.
+				all := refreshStatements(h.feCluster.Statements())
+				if len(all) == 0 {
+					t.Error("no REFRESH statement reached the Doris cluster")
+				}
+				for _, o := range h.running() {
+					got := refreshStatements(o.fe.EndpointStatements())
+					switch {
+					case o == m && len(got) != len(all):
+						t.Errorf("the master's FE endpoint received %d of the cluster's %d REFRESH statements, want all", len(got), len(all))
+					case o != m && len(got) != 0:
+						t.Errorf("follower %s's FE endpoint received %d REFRESH statements, want none; the first: %s", o.name, len(got), got[0])
+					}
 				}
 			}
 		})
@@ -144,8 +157,7 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 	base := h.allFullRefreshes()
 
 	// Gap: pause the master, write, clean beyond its cursor, resume.
-	h.setPause(true)
-	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.pauseMaster(m)
 	cursor := h.masterCursor()
 	h.churn(20)
 	h.hms.Clean(cursor + 5)
@@ -160,8 +172,7 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 
 	// Reset: the metastore's log starts again below everyone's cursor.
 	base = h.allFullRefreshes()
-	h.setPause(true)
-	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.pauseMaster(m)
 	h.hms.Reset(3)
 	h.churn(2)
 	h.setPause(false)
@@ -218,26 +229,60 @@ func TestHMSDownCatchesUp(t *testing.T) {
 	h.expectFullRefreshesSince(base, 0, "after the metastore came back")
 }
 
-// The master's FE down: the committed cursor does not move; it catches up after.
+// The master's FE down: while it is down and events arrive, neither the committed
+// cursor nor the master's own cursor moves; after Up it catches up.
 func TestFEDownHoldsCursor(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	m := h.startConverged()
-	held := h.masterCursor()
+	h.churn(5)
+	// The master keeps the role with its FE down for the whole test, so that
+	// one term covers the down period (the handover a closed candidacy gate
+	// makes is TestUnhealthyFEGatesCandidacy's).
+	for i := 0; i < 3; i++ {
+		h.start(i, memberOpts{gateGrace: time.Hour})
+	}
+	h.awaitConverged(converge)
+	m := h.master(5 * time.Second)
+	held, heldRev := h.masterCursorRev()
+	transitions := m.metric("hmssync_leader_transitions_total")
 	retries := m.metric("hmssync_retries_total", `class="transient"`)
 	m.fe.Down()
-	h.churn(20)
-	await(t, 10*time.Second, "the master retrying against its down FE", func() (bool, string) {
-		v := m.metric("hmssync_retries_total", `class="transient"`)
-		return v >= retries+3, fmt.Sprintf("retries %v", v)
-	})
-	if m.isMaster() {
-		if got := h.masterCursor(); got != held {
-			t.Errorf("master cursor moved from %d to %d while the master's FE was down", held, got)
+	// Events keep arriving while the FE is down, and the master keeps trying
+	// to apply them; its own cursor must not move meanwhile.
+	for round := 1; round <= 3; round++ {
+		h.churn(10)
+		want := retries + float64(3*round)
+		await(t, 10*time.Second, "the master retrying against its down FE", func() (bool, string) {
+			if c := m.catalogStatus().Cursor; c != held {
+				t.Fatalf("%s's own cursor moved from %d to %d while its FE was down", m.name, held, c)
+			}
+			v := m.metric("hmssync_retries_total", `class="transient"`)
+			return v >= want, fmt.Sprintf("retries %v, want %v", v, want)
+		})
+	}
+	if !m.isMaster() || m.metric("hmssync_leader_transitions_total") != transitions {
+		t.Fatalf("%s lost the master role while its FE was down (with a gate grace of an hour): one term should span the whole down period", m.name)
+	}
+	// Over the whole down period the key was not written at all: its
+	// revision is still the one from before (rewriting the same value would
+	// change it too).
+	if v, rev := h.masterCursorRev(); v != held || rev != heldRev {
+		t.Errorf("master cursor written while the master's FE was down: %d (revision %d), was %d (revision %d)", v, rev, held, heldRev)
+	}
+	if c := m.catalogStatus().Cursor; c != held {
+		t.Errorf("%s's own cursor %d after its FE was down, want it held at %d", m.name, c, held)
+	}
+	if c := h.memberCursor(m.name); c != held {
+		t.Errorf("%s's durable cursor in etcd %d after its FE was down, want it held at %d", m.name, c, held)
+	}
+	for _, o := range h.running() {
+		if c := o.catalogStatus().Cursor; o != m && c != held {
+			t.Errorf("follower %s's cursor %d, want %d: the master cursor did not move", o.name, c, held)
 		}
 	}
 	if err := m.fe.Up(); err != nil {
 		t.Fatal(err)
 	}
+	// awaitConverged also waits for the master's own cursor.
 	h.awaitConverged(converge)
 	h.checkCommitsMonotonic(0)
 }
@@ -319,8 +364,7 @@ func TestEtcdUnreachableMasterStops(t *testing.T) {
 func TestPauseKey(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
-	h.setPause(true)
-	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	h.pauseMaster(m)
 	held := h.masterCursor()
 	h.churn(10)
 	// A negative claim needs an observation window: 20 poll intervals.
@@ -335,16 +379,32 @@ func TestPauseKey(t *testing.T) {
 	h.awaitConverged(converge)
 }
 
-// SIGTERM on the master: a successor leads well before the lease would expire.
+// SIGTERM on the master: the successor takes over without waiting for the old
+// lease to expire, because the master resigns (SPEC §2, Roles).
 func TestSigtermHandsOver(t *testing.T) {
-	h := newHarness(t, harnessOpts{leaseTTL: 10 * time.Second})
+	const ttl = 30 * time.Second
+	h := newHarness(t, harnessOpts{leaseTTL: ttl})
 	m := h.startConverged()
-	start := time.Now()
+	term, ok := m.el.Current()
+	if !ok {
+		t.Fatalf("%s is no longer master", m.name)
+	}
 	m.stop()
-	// A handover by lease expiry would take 10 s; resigning takes milliseconds.
-	m2 := h.master(5 * time.Second)
-	took := time.Since(start)
-	t.Logf("handover from %s to %s took %s", m.name, m2.name, took)
+	// The old lease was kept alive every third of its TTL until the stop, so
+	// without a resignation it would live at least two thirds of the TTL
+	// longer: a successor within half the TTL did not wait for it.
+	m2 := h.master(ttl / 2)
+	// And the old lease is gone although its time has not run out: revoked.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := h.etcd.Client.TimeToLive(ctx, term.Token.Lease)
+	if err != nil {
+		t.Fatalf("read the stopped master's lease %x: %v", term.Token.Lease, err)
+	}
+	if resp.TTL != -1 {
+		t.Errorf("the stopped master's lease %x still has %ds to live: it did not resign", term.Token.Lease, resp.TTL)
+	}
+	t.Logf("handover from %s to %s", m.name, m2.name)
 	h.churn(5)
 	h.awaitConverged(converge, otherThan(m.i)...)
 }
@@ -356,8 +416,7 @@ func TestFollowersAreEventDriven(t *testing.T) {
 	m := h.startConverged()
 	for round := 0; round < 3; round++ {
 		// The master is idle for 10 s; the pause key wakes it at once.
-		h.setPause(true)
-		await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+		h.pauseMaster(m)
 		h.churn(3)
 		target := h.hms.CurrentEventID()
 		h.setPause(false)
@@ -408,6 +467,66 @@ func (h *harness) setPause(on bool) {
 	if err != nil {
 		h.t.Fatalf("pause key: %v", err)
 	}
+}
+
+// refreshStatements keeps the REFRESH statements of stmts (not the FE health
+// checks' SELECT 1).
+func refreshStatements(stmts []string) []string {
+	var out []string
+	for _, s := range stmts {
+		if strings.HasPrefix(s, "REFRESH") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// masterCursorRev reads the committed cursor (-1 when absent) and the
+// revision of its last write (0 when absent).
+func (h *harness) masterCursorRev() (int64, int64) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := h.etcd.Client.Get(ctx, cursorKey)
+	if err != nil {
+		h.t.Fatalf("read master cursor: %v", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return -1, 0
+	}
+	v, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		h.t.Fatalf("master cursor %q: %v", resp.Kvs[0].Value, err)
+	}
+	return v, resp.Kvs[0].ModRevision
+}
+
+// memberCursor reads a member's durable cursor from etcd (-1 when absent).
+func (h *harness) memberCursor(member string) int64 {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := cursorstore.New(h.etcd.Client, etcdPrefix, testCluster, 5*time.Second, zap.NewNop()).MemberCursor(ctx, member, testCatalog)
+	if err != nil {
+		h.t.Fatalf("read %s's durable cursor: %v", member, err)
+	}
+	if !c.Exists {
+		return -1
+	}
+	return c.Value
+}
+
+// pauseMaster sets the pause key and waits until m's catalog loop holds for it.
+// The pause watch seeing the key (Status.Paused) is not enough: a cycle already
+// running would still read the metastore's current id, possibly after the
+// test's next writes, and commit past a cursor the test read meanwhile.
+func (h *harness) pauseMaster(m *member) {
+	h.t.Helper()
+	h.setPause(true)
+	await(h.t, 10*time.Second, m.name+"'s catalog loop holding for the pause key", func() (bool, string) {
+		s := m.catalogStatus()
+		return s.Paused, fmt.Sprintf("pause key seen: %v, role %s, cursor %d", m.status().Paused, m.status().Role, s.Cursor)
+	})
 }
 
 // checkEveryEventApplied checks that every event after from reached FE i in a batch

@@ -147,6 +147,9 @@ type memberOpts struct {
 	poll     time.Duration       // default the harness's
 	link     *etcdpartition.Link // reach etcd through this link
 	leaseTTL time.Duration       // default the harness's
+	// gateGrace is how long a master keeps the role with its FE unhealthy;
+	// default 1s.
+	gateGrace time.Duration
 }
 
 type member struct {
@@ -177,6 +180,9 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	if mo.leaseTTL == 0 {
 		mo.leaseTTL = h.o.leaseTTL
 	}
+	if mo.gateGrace == 0 {
+		mo.gateGrace = time.Second
+	}
 	name := fmt.Sprintf("m%d", i)
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
@@ -203,13 +209,15 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	el, err := election.New(election.Config{
 		Client: cli, Prefix: etcdPrefix + "/" + testCluster + "/election", Name: name,
 		LeaseTTL: mo.leaseTTL, RequestTimeout: reqTimeout,
-		CanLead: health.Healthy, GateGrace: time.Second, GateInterval: 50 * time.Millisecond, Logger: log,
+		CanLead: health.Healthy, GateGrace: mo.gateGrace, GateInterval: 50 * time.Millisecond, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := cursorstore.New(cli, etcdPrefix, testCluster, reqTimeout, log)
-	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{h.hms.URI()}, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
+	// The member's name as set_ugi user tells its reads apart in the fake
+	// metastore's fetch log.
+	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{h.hms.URI()}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ type metrics struct {
 	fencedRejected  *prometheus.CounterVec // catalog, reason
 	feHealthy       prometheus.Gauge
 	paused          prometheus.Gauge
+	catalogPaused   *prometheus.GaugeVec // catalog
 	feAuthFailures  prometheus.Counter
 	statusPublishes *prometheus.CounterVec // result
 }
@@ -98,6 +99,7 @@ func newMetrics() *metrics {
 			f(g)
 			return g
 		}(),
+		catalogPaused: gauge("catalog_paused", "1 while this member, as master, holds the catalog for the pause key: its loop saw the key at the top of a cycle and has done nothing since (hmssync_paused says only that the key is present; a cycle already running finishes first).", "catalog"),
 		feAuthFailures: func() prometheus.Counter {
 			c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hmssync", Name: "fe_auth_failures_total", Help: "FE calls refused for authentication (a configuration error)."})
 			f(c)

@@ -40,11 +40,15 @@ type CatalogStatus struct {
 	// MasterCursor is the committed master cursor (-1 unknown).
 	MasterCursor int64 `json:"master_cursor"`
 	// HMSCurrent is the metastore's current event id as last read (-1 never).
-	HMSCurrent    int64      `json:"hms_current_event_id"`
-	LagEvents     int64      `json:"lag_events"`
-	LagSeconds    float64    `json:"lag_seconds"`
-	FullRefreshes int        `json:"full_refreshes"`
-	SelfHeals     int        `json:"self_heals"`
+	HMSCurrent    int64   `json:"hms_current_event_id"`
+	LagEvents     int64   `json:"lag_events"`
+	LagSeconds    float64 `json:"lag_seconds"`
+	FullRefreshes int     `json:"full_refreshes"`
+	SelfHeals     int     `json:"self_heals"`
+	// Paused: this member, as master, holds the catalog for the pause key (its
+	// loop saw the key and has done nothing since). Status.Paused says only
+	// that the key is present: a cycle already running finishes first.
+	Paused        bool       `json:"paused"`
 	Failing       bool       `json:"failing"`
 	AuthFailing   bool       `json:"auth_failing,omitempty"`
 	LastError     string     `json:"last_error,omitempty"`
@@ -80,6 +84,7 @@ func (a *Agent) Status() Status {
 			Name: l.cat.Name, Cursor: st.own, MasterCursor: st.master, HMSCurrent: st.hmsCurrent,
 			LagEvents: st.lagEvents, FullRefreshes: st.fullRefreshes, SelfHeals: st.selfHeal,
 			Failing: st.failing, AuthFailing: st.authFailing, LastError: st.lastErr,
+			Paused: st.paused,
 		}
 		if st.lagEvents > 0 {
 			cs.LagSeconds = now.Sub(st.caughtUpAt).Seconds()

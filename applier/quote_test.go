@@ -26,35 +26,63 @@ func parsedNames(t testing.TB, stmt string) fetest.Statement {
 	return st
 }
 
-// checkRecovered asserts that the statements for a batch registering db.table
-// (then renaming it to db2.table2) address exactly those names.
+// keepCaches is the property of the name-list refreshes (SPEC §5).
+var keepCaches = map[string]string{"invalid_cache": "false"}
+
+// checkRecovered asserts that the statements for batches naming catalog,
+// db.table and db2.table2 address exactly those names with exactly the
+// properties SPEC §5 gives them: a table registration (REFRESH DATABASE and
+// TABLE), a database registration (REFRESH CATALOG ... invalid_cache=false) and
+// a full refresh (REFRESH CATALOG alone, which invalidates the caches).
 func checkRecovered(t testing.TB, catalog, db, table, db2, table2 string) {
 	t.Helper()
-	b := change.Batch{Catalog: catalog, Changes: []change.Descriptor{
-		{EventID: 1, Op: change.RegisterTable, DB: db, Table: table},
-		{EventID: 2, Op: change.AddPartitions, DB: db2, Table: table2, Partitions: []string{"p=1"}},
-	}}
-	want := []fetest.Statement{
-		{Kind: fetest.RefreshDatabase, Catalog: catalog, DB: db},
-		{Kind: fetest.RefreshTable, Catalog: catalog, DB: db, Table: table},
-		{Kind: fetest.RefreshTable, Catalog: catalog, DB: db2, Table: table2},
+	refreshTable := func(db, table string) fetest.Statement {
+		return fetest.Statement{Kind: fetest.RefreshTable, Catalog: catalog, DB: db, Table: table}
 	}
+	addPartitions := change.Descriptor{EventID: 2, Op: change.AddPartitions, DB: db2, Table: table2, Partitions: []string{"p=1"}}
+	tables := []fetest.Statement{refreshTable(db, table), refreshTable(db2, table2)}
 	if db == db2 && table == table2 {
-		want = want[:2] // one table: one REFRESH TABLE
+		tables = tables[:1] // one table: one REFRESH TABLE
 	}
-	stmts := DorisStatements(catalog, b)
-	if len(stmts) != len(want) {
-		t.Fatalf("want %d statements, got %q", len(want), stmts)
+	cases := []struct {
+		what string
+		b    change.Batch
+		want []fetest.Statement
+	}{
+		{"table registration", change.Batch{Changes: []change.Descriptor{
+			{EventID: 1, Op: change.RegisterTable, DB: db, Table: table}, addPartitions}},
+			append([]fetest.Statement{{Kind: fetest.RefreshDatabase, Catalog: catalog, DB: db, Properties: keepCaches}}, tables...)},
+		{"database registration", change.Batch{Changes: []change.Descriptor{
+			{EventID: 1, Op: change.RegisterDatabase, DB: db}, addPartitions}},
+			[]fetest.Statement{{Kind: fetest.RefreshCatalog, Catalog: catalog, Properties: keepCaches}, refreshTable(db2, table2)}},
+		{"full refresh", change.Batch{FullRefresh: true},
+			[]fetest.Statement{{Kind: fetest.RefreshCatalog, Catalog: catalog}}},
 	}
-	for i, s := range stmts {
-		got := parsedNames(t, s)
-		if got.Kind != want[i].Kind || got.Catalog != want[i].Catalog || got.DB != want[i].DB || got.Table != want[i].Table {
-			t.Fatalf("%q parsed as %+v, want %+v", s, got, want[i])
+	for _, c := range cases {
+		stmts := DorisStatements(catalog, c.b)
+		if len(stmts) != len(c.want) {
+			t.Fatalf("%s: want %d statements, got %q", c.what, len(c.want), stmts)
 		}
-		if got.Kind == fetest.RefreshDatabase && got.InvalidCache() {
-			t.Fatalf("%q lost its invalid_cache=false", s)
+		for i, s := range stmts {
+			if got := parsedNames(t, s); !sameStatement(got, c.want[i]) {
+				t.Fatalf("%s: %q parsed as %+v, want %+v", c.what, s, got, c.want[i])
+			}
 		}
 	}
+}
+
+// sameStatement compares kinds, names and properties (no properties and an
+// empty set are the same).
+func sameStatement(a, b fetest.Statement) bool {
+	if a.Kind != b.Kind || a.Catalog != b.Catalog || a.DB != b.DB || a.Table != b.Table || len(a.Properties) != len(b.Properties) {
+		return false
+	}
+	for k, v := range b.Properties {
+		if got, ok := a.Properties[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func TestHostileNamesKeepTheirMeaning(t *testing.T) {
@@ -76,22 +104,32 @@ func TestHostileNamesReachTheFE(t *testing.T) {
 	}
 	var want []fetest.Statement
 	for i, n := range hostileNames {
-		b := change.Batch{Catalog: n, From: int64(i), To: int64(i + 1), Changes: []change.Descriptor{
-			{EventID: int64(i + 1), Op: change.RefreshTable, DB: n + "_db", Table: "t" + n},
-		}}
-		if err := a.Apply(context.Background(), b); err != nil {
-			t.Fatalf("%q: %v", n, err)
+		batches := []change.Batch{
+			{Catalog: n, From: int64(i), To: int64(i + 1), Changes: []change.Descriptor{
+				{EventID: int64(i + 1), Op: change.RefreshTable, DB: n + "_db", Table: "t" + n},
+			}},
+			{Catalog: n, From: int64(i), To: int64(i + 1), Changes: []change.Descriptor{
+				{EventID: int64(i + 1), Op: change.RegisterDatabase, DB: n + "_db"},
+			}},
+			{Catalog: n, From: int64(i), To: int64(i + 1), FullRefresh: true},
 		}
-		want = append(want, fetest.Statement{Kind: fetest.RefreshTable, Catalog: n, DB: n + "_db", Table: "t" + n})
+		for _, b := range batches {
+			if err := a.Apply(context.Background(), b); err != nil {
+				t.Fatalf("%q: %v", n, err)
+			}
+		}
+		want = append(want,
+			fetest.Statement{Kind: fetest.RefreshTable, Catalog: n, DB: n + "_db", Table: "t" + n},
+			fetest.Statement{Kind: fetest.RefreshCatalog, Catalog: n, Properties: keepCaches},
+			fetest.Statement{Kind: fetest.RefreshCatalog, Catalog: n})
 	}
 	got := fe.Statements()
 	if len(got) != len(want) {
 		t.Fatalf("FE received %d statements, want %d", len(got), len(want))
 	}
 	for i, s := range got {
-		st := parsedNames(t, s)
-		if st.Catalog != want[i].Catalog || st.DB != want[i].DB || st.Table != want[i].Table {
-			t.Errorf("FE parsed %+v, want %+v", st, want[i])
+		if st := parsedNames(t, s); !sameStatement(st, want[i]) {
+			t.Errorf("FE parsed %q as %+v, want %+v", s, st, want[i])
 		}
 	}
 }

@@ -41,7 +41,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		writeEnvelope(w, 403, "Bad request: the body must be {\"stmt\": \"<sql>\"}")
 		return
 	}
-	s.m.recordStatement(body.Stmt)
+	s.recordStatement(body.Stmt)
 	s.log.Debug("fetest: statement", zap.String("fe", s.URL), zap.String("stmt", body.Stmt))
 
 	if f, ok := s.faults.take(false, body.Stmt); ok {

@@ -49,6 +49,11 @@ type Server struct {
 	inflight atomic.Int64
 	overlaps atomic.Int64
 
+	// own is what this endpoint itself received; in a Cluster the model's
+	// log has every endpoint's.
+	ownMu         sync.Mutex
+	ownStatements []string
+
 	life      sync.Mutex // guards hs, serveDone, closed
 	hs        *http.Server
 	serveDone chan struct{}
@@ -191,6 +196,22 @@ func (s *Server) Statements() []string {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
 	return append([]string(nil), s.m.statements...)
+}
+
+// EndpointStatements returns the SQL statements this endpoint itself received,
+// in order. For a lone Server it equals Statements; in a Cluster, Statements has
+// every endpoint's, and this tells which endpoint a statement was sent to.
+func (s *Server) EndpointStatements() []string {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	return append([]string(nil), s.ownStatements...)
+}
+
+func (s *Server) recordStatement(stmt string) {
+	s.ownMu.Lock()
+	s.ownStatements = append(s.ownStatements, stmt)
+	s.ownMu.Unlock()
+	s.m.recordStatement(stmt)
 }
 
 // Changes returns every native batch received (after authentication, decoded),

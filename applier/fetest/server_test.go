@@ -356,6 +356,12 @@ func TestClusterSharesOneModel(t *testing.T) {
 	if got := len(c.Statements()); got != 2 {
 		t.Errorf("the cluster received %d statements, want 2", got)
 	}
+	// Each endpoint knows which of them it received itself.
+	for i, want := range [][]string{nil, {"REFRESH CATALOG `hive`"}, {"REFRESH TABLE `hive`.`d`.`t`"}} {
+		if got := c.Server(i).EndpointStatements(); !reflect.DeepEqual(got, want) {
+			t.Errorf("FE %d received %q itself, want %q", i, got, want)
+		}
+	}
 	c.Server(0).Down()
 	mustOK(t, exec(t, c.Server(1), "SELECT 1"), "FE 1 while FE 0 is down")
 }

@@ -4,10 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 func writeFile(t *testing.T, content string) string {
@@ -33,25 +34,54 @@ func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every leaf key and every catalog key appears, as a key, in the example.
-	var keys []string
-	for _, k := range leafKeys() {
-		parts := strings.Split(k, ".")
-		keys = append(keys, parts[len(parts)-1])
+	// Every key appears in the example at its full path (fe.password_file
+	// under fe, not just some password_file anywhere); catalog keys under
+	// the catalogs list's item.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("examples/sidecar.yaml: %v", err)
 	}
+	paths := map[string]bool{}
+	yamlKeyPaths(&doc, "", paths)
+	keys := leafKeys()
 	ct := reflect.TypeOf(catalogConfig{})
 	for i := 0; i < ct.NumField(); i++ {
 		f := ct.Field(i)
-		keys = append(keys, f.Tag.Get("yaml"))
+		name := "catalogs[]." + strings.Split(f.Tag.Get("yaml"), ",")[0]
+		keys = append(keys, name)
 		if f.Type.Kind() == reflect.Struct { // hms_tls and its keys
 			for j := 0; j < f.Type.NumField(); j++ {
-				keys = append(keys, f.Type.Field(j).Tag.Get("yaml"))
+				keys = append(keys, name+"."+strings.Split(f.Type.Field(j).Tag.Get("yaml"), ",")[0])
 			}
 		}
 	}
 	for _, k := range keys {
-		if !regexp.MustCompile(`(?m)^[ -]*` + regexp.QuoteMeta(k) + `:`).Match(data) {
-			t.Errorf("examples/sidecar.yaml does not document key %q", k)
+		if !paths[k] {
+			t.Errorf("examples/sidecar.yaml does not document key %s (at that path)", k)
+		}
+	}
+}
+
+// yamlKeyPaths adds the dotted path of every mapping key under n to paths; the
+// items of a sequence add "[]" to the path of the sequence.
+func yamlKeyPaths(n *yaml.Node, prefix string, paths map[string]bool) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			yamlKeyPaths(c, prefix, paths)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if prefix != "" {
+				p = prefix + "." + p
+			}
+			paths[p] = true
+			yamlKeyPaths(n.Content[i+1], p, paths)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			yamlKeyPaths(c, prefix+"[]", paths)
 		}
 	}
 }

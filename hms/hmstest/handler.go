@@ -23,7 +23,8 @@ func (h handler) GetAllDatabases(context.Context) ([]string, error) {
 	return h.s.Databases(), nil
 }
 
-func (h handler) SetUgi(_ context.Context, user string, groups []string) ([]string, error) {
+func (h handler) SetUgi(ctx context.Context, user string, groups []string) ([]string, error) {
+	connOf(ctx).setUser(user)
 	return groups, nil
 }
 
@@ -33,9 +34,12 @@ func (h handler) GetNextNotification(ctx context.Context, r *hmsthrift.Notificat
 		evs = h.s.log.withDuplicates(r.LastEvent, evs)
 	}
 	resp := &hmsthrift.NotificationEventResponse{Events: make([]*hmsthrift.NotificationEvent, len(evs))}
+	highest := r.LastEvent
 	for i, e := range evs {
 		resp.Events[i] = hms.ThriftEvent(e)
+		highest = max(highest, e.ID)
 	}
+	h.s.recordFetch(ServedFetch{User: connOf(ctx).userName(), After: r.LastEvent, Max: int(r.GetMaxEvents()), Events: len(evs), Highest: highest})
 	return resp, nil
 }
 

@@ -40,6 +40,9 @@ type Server struct {
 	calls  map[string]int
 	closed bool
 	wg     sync.WaitGroup
+	// recordFetches turns the fetch log (fetchLog) on.
+	recordFetches bool
+	fetchLog      []ServedFetch
 
 	log   eventLog
 	model model
@@ -117,7 +120,7 @@ func (s *Server) serve(ln net.Listener) {
 			if err != nil {
 				return // closed by Down or Close
 			}
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(withConn(context.Background()))
 			s.mu.Lock()
 			if s.ln != ln {
 				s.mu.Unlock()

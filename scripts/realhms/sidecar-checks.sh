@@ -1,13 +1,14 @@
 # shellcheck shell=bash
-# Sourced by run-e2e.sh (uses its log/pass/fail/skip, start_hms/stop_hms, java_main, HMSSYNC, CP,
-# WORK, STARTED_PIDS). The sidecar checks against one real Hive metastore (`sidecar_checks PROFILE`,
-# the Maven profile run-e2e.sh built and put on CP; json encoding), with three `hmssync run`
-# sidecars (native dialect, one fake FE each, `hmssync dev etcd`):
+# Sourced by run-e2e.sh (uses its log/pass/fail/skip/not_applicable, start_hms/stop_hms, java_main,
+# HMSSYNC, CP, WORK, STARTED_PIDS). The sidecar checks against one real Hive metastore
+# (`sidecar_checks PROFILE`, the Maven profile run-e2e.sh built and put on CP; json encoding), with
+# three `hmssync run` sidecars (native dialect, one fake FE each, `hmssync dev etcd`):
 #   converge  the three sidecars converge on the metastore's state (every FE's cache = what the Hive
 #             client lists: databases, tables, partition names); the master is killed (SIGKILL)
 #             and the other two converge on the changes made after that
 #   restart   the metastore is stopped and started again on the same database and port while two
-#             sidecars run; they converge on later changes with no full refresh (the sum of
+#             sidecars run (it starts again once their hmssync_retries_total shows a failed read);
+#             they converge on later changes with no full refresh (the sum of
 #             hmssync_full_refreshes_total over both does not move)
 #   cleanup   with every sidecar stopped, changes are made and the listener's short TTL cleans them
 #             (it empties the log, as on an idle metastore); the two sidecars started again (both
@@ -23,6 +24,7 @@
 #   hmssync run --config F --member M --etcd-endpoints URL --fe-url URL --fe-dialect native
 #               --http-listen HOST:PORT                /master 200 on the master only; /metrics has
 #                                                      hmssync_full_refreshes_total{reason=...}
+#                                                      and hmssync_retries_total
 
 sidecar_missing() {
 	local h
@@ -82,7 +84,8 @@ declare -A SIDECAR_HMS_ARGS=(
 	[hive3]="--ttl-seconds 15"
 )
 
-# Workload options per profile, and what that leaves untested (reported as a SKIP line). Hive
+# Workload options per profile, and what that leaves untested (reported as a SKIP line, not
+# applicable to that Hive version, so REALHMS_STRICT does not fail it). Hive
 # 3.1.3's alter_database keeps a database's name but logs an ALTER_DATABASE whose after-object has
 # the requested name; hmssync decodes that, as reference §5 says, as RENAME_DATABASE, and the native
 # protocol tells an FE to check a database rename with the metastore (docs/fe-protocol.md), which the
@@ -129,7 +132,7 @@ sidecar_checks_in() { # profile
 	local wl_args=()
 	read -r -a wl_args <<<"${SIDECAR_WORKLOAD_ARGS[$profile]:-}"
 	if [ -n "${SIDECAR_WORKLOAD_SKIP[$profile]:-}" ]; then
-		skip "$L ${SIDECAR_WORKLOAD_SKIP[$profile]}"
+		not_applicable "$L ${SIDECAR_WORKLOAD_SKIP[$profile]}"
 	fi
 	hms_port=$(free_port)
 	start_hms "$SC/hms" json --port "$hms_port" "${hms_args[@]}" ||
@@ -210,10 +213,18 @@ sidecar_checks_in() { # profile
 	fi
 
 	# restart: the metastore goes away and comes back on the same database; no full refresh.
-	local restsc=("${SC_ADDR[${rest[0]}]}" "${SC_ADDR[${rest[1]}]}") r0 r1
+	local restsc=("${SC_ADDR[${rest[0]}]}" "${SC_ADDR[${rest[1]}]}") r0 r1 retries
 	r0=$(java_main SidecarProbe full-refreshes --http "$(urls "${restsc[@]}")")
+	retries=$(java_main SidecarProbe metric --http "$(urls "${restsc[@]}")" --name hmssync_retries_total)
 	stop_hms "$SC/hms" || { fail "$L restart: metastore did not stop cleanly"; return; }
-	sleep 2 # the sidecars see the metastore gone
+	# Evidence, not a pause, that the sidecars found the metastore gone before it comes back: the
+	# master reads the metastore's current id every poll interval, and each failed read is counted
+	# as a retry.
+	if ! java_main SidecarProbe metric --http "$(urls "${restsc[@]}")" --name hmssync_retries_total \
+		--above "$retries" --timeout 60 >"$SC/rst.retries"; then
+		fail "$L restart: no sidecar retried a metastore read within 60 s of the metastore stopping: $(cat "$SC/rst.retries")"
+		return
+	fi
 	start_hms "$SC/hms" json --port "$hms_port" "${hms_args[@]}" ||
 		{ fail "$L restart: metastore did not start again"; return; }
 	java_main Workload --uri "$HMS_URI" --prefix rst "${wl_args[@]}" --expected "$SC/rst.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/rst.out" 2>&1 ||

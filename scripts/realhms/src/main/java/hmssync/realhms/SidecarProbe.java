@@ -23,7 +23,12 @@ import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
  * <li>{@code full-refreshes --http URL,URL [--reason R]}: prints the sum of
  *     {@code hmssync_full_refreshes_total} over the members' {@code /metrics} (only the series
  *     with {@code reason="R"} when given); with {@code --each true}, one sum per member,
- *     space-separated.</li>
+ *     space-separated;</li>
+ * <li>{@code metric --http URL,URL --name N [--match S]}: prints the sum of metric {@code N} over
+ *     the members' {@code /metrics} (only the series whose line contains {@code S} when given);
+ *     with {@code --above A [--timeout S]} it first waits until that sum exceeds {@code A}, for
+ *     evidence that something happened (exit 1 with the last sum if it does not within S
+ *     seconds, default 60).</li>
  * </ul>
  */
 public final class SidecarProbe {
@@ -32,13 +37,14 @@ public final class SidecarProbe {
 
   public static void main(String[] args) throws Exception {
     if (args.length == 0) {
-      throw new IllegalArgumentException("usage: SidecarProbe converge|master|full-refreshes --name value...");
+      throw new IllegalArgumentException("usage: SidecarProbe converge|master|full-refreshes|metric --name value...");
     }
     Args a = new Args(java.util.Arrays.copyOfRange(args, 1, args.length));
     switch (args[0]) {
       case "converge" -> converge(a);
       case "master" -> master(a);
       case "full-refreshes" -> fullRefreshes(a);
+      case "metric" -> metric(a);
       default -> throw new IllegalArgumentException("unknown probe " + args[0]);
     }
   }
@@ -130,20 +136,70 @@ public final class SidecarProbe {
     String reason = a.value("reason", "");
     boolean each = Boolean.parseBoolean(a.value("each", "false"));
     a.rejectUnknown();
-    StringBuilder sums = new StringBuilder();
-    long total = 0;
-    for (String m : members) {
+    long[] sums = metricSums(members, "hmssync_full_refreshes_total", reason.isEmpty() ? "" : "reason=\"" + reason + "\"");
+    StringBuilder out = new StringBuilder();
+    for (long sum : sums) {
+      out.append(out.length() == 0 ? "" : " ").append(sum);
+    }
+    System.out.println(each ? out.toString() : Long.toString(total(sums)));
+  }
+
+  private static void metric(Args a) throws Exception {
+    List<String> members = List.of(a.value("http", null).split(","));
+    String name = a.value("name", null);
+    String match = a.value("match", "");
+    String above = a.value("above", "");
+    int timeout = a.intValue("timeout", 60);
+    a.rejectUnknown();
+    if (above.isEmpty()) {
+      System.out.println(total(metricSums(members, name, match)));
+      return;
+    }
+    long floor = Long.parseLong(above);
+    long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
+    while (true) {
+      String last;
+      try {
+        long sum = total(metricSums(members, name, match));
+        if (sum > floor) {
+          System.out.println(sum);
+          return;
+        }
+        last = name + " sums to " + sum;
+      } catch (Exception e) {
+        last = Workload.oneLine(e);
+      }
+      if (System.nanoTime() > deadline) {
+        System.out.println("NOT ABOVE " + floor + " after " + timeout + "s: " + last);
+        System.exit(1);
+      }
+      Thread.sleep(250);
+    }
+  }
+
+  /** Per member, the sum of metric name's series whose line contains match ("" = every series). */
+  private static long[] metricSums(List<String> members, String name, String match) throws Exception {
+    long[] sums = new long[members.size()];
+    for (int i = 0; i < members.size(); i++) {
       double sum = 0;
-      for (String line : get(m + "/metrics", 200).split("\n")) {
-        if (line.startsWith("hmssync_full_refreshes_total")
-            && (reason.isEmpty() || line.contains("reason=\"" + reason + "\""))) {
+      for (String line : get(members.get(i) + "/metrics", 200).split("\n")) {
+        // The name alone, not a longer one it begins (hmssync_x_total vs hmssync_x_total_y).
+        boolean series = line.startsWith(name + "{") || line.startsWith(name + " ");
+        if (series && (match.isEmpty() || line.contains(match))) {
           sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
         }
       }
-      sums.append(sums.length() == 0 ? "" : " ").append((long) sum);
-      total += (long) sum;
+      sums[i] = (long) sum;
     }
-    System.out.println(each ? sums.toString() : Long.toString(total));
+    return sums;
+  }
+
+  private static long total(long[] sums) {
+    long t = 0;
+    for (long s : sums) {
+      t += s;
+    }
+    return t;
   }
 
   private static String get(String url, int want) throws Exception {
