@@ -36,9 +36,11 @@ type catalogLoop struct {
 	resetRev int64
 
 	// lastSeen is the master cursor as of the last read or commit: the base of
-	// the next compare-and-set. Valid only while haveLastSeen.
+	// the next compare-and-set. Valid only while haveLastSeen. lastSeenTerm is
+	// the term it was read or written in.
 	lastSeen     cursorstore.Cursor
 	haveLastSeen bool
+	lastSeenTerm election.Token
 
 	// stepStart is when the current step began (unix nanoseconds; 0 while
 	// waiting), for /livez.
@@ -277,8 +279,8 @@ func (l *catalogLoop) updateLag() {
 // poll interval however long that step took to apply what it found (waiting a
 // whole interval after it would add the step's duration to every event's
 // latency). The master also wakes at once on a role or pause change, or when
-// someone else moved the master cursor (an operator reset); its own commits do
-// not wake it.
+// someone else moved the master cursor (an operator's set or reset); its own
+// commits do not wake it.
 func (l *catalogLoop) waitIdle(ctx context.Context, due time.Time, roleChanged, pauseChanged <-chan struct{}) {
 	timer := time.NewTimer(time.Until(due))
 	defer timer.Stop()

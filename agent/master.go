@@ -31,7 +31,7 @@ func (l *catalogLoop) masterStep(parent context.Context, term election.Term) (ou
 }
 
 func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outcome, error) {
-	if err := l.syncLastSeen(ctx); err != nil {
+	if err := l.syncLastSeen(ctx, term); err != nil {
 		return 0, err
 	}
 	if l.a.pause.isPaused() {
@@ -146,8 +146,15 @@ const drainBatchEvents = 10000
 
 // syncLastSeen makes sure the compare-and-set base is current: it is read when the
 // term starts, after a failed commit, and when the watch shows someone else moved
-// the cursor (an operator).
-func (l *catalogLoop) syncLastSeen(ctx context.Context) error {
+// the cursor (an operator). The master's own commits come back through the watch
+// with the revision it already holds, so they never count as someone else's.
+func (l *catalogLoop) syncLastSeen(ctx context.Context, term election.Term) error {
+	sameTerm := l.lastSeenTerm == term.Token
+	if !sameTerm {
+		// What the cursor holds at the start of a term is where the previous
+		// master left it: this master catches up to it, it does not adopt it.
+		l.haveLastSeen = false
+	}
 	if m, ok := l.watch.latest(); ok && l.haveLastSeen && m.Rev > l.lastSeen.Rev {
 		l.haveLastSeen = false
 	}
@@ -158,15 +165,56 @@ func (l *catalogLoop) syncLastSeen(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the master cursor from etcd: %w", err)
 	}
-	l.lastSeen, l.haveLastSeen = c, true
-	if c.Exists && c.Value == -1 && c.Rev != l.resetRev {
+	prev := l.lastSeen
+	l.lastSeen, l.haveLastSeen, l.lastSeenTerm = c, true, term.Token
+	switch {
+	case c.Exists && c.Value == -1 && c.Rev != l.resetRev:
 		l.resetRev = c.Rev
 		if l.own != -1 {
 			l.log.Warn("master cursor reset by an operator: full refresh", zap.Int64("cursor", l.own))
 			l.resetOwn("operator")
 		}
+	case sameTerm && c.Rev != prev.Rev:
+		// Only this master's fenced commits and an operator's `cursor set`
+		// write the key during its term: a revision it did not write is
+		// the operator's.
+		l.adoptOperatorCursor(ctx, prev, c)
 	}
 	return nil
+}
+
+// adoptOperatorCursor makes the master continue after the value an operator
+// set (c; prev is the committed cursor it replaced): lowering it sends the
+// events after it to this member's FE again, raising it skips the events up to
+// it. Without this, the master's next commit of its own cursor would silently
+// undo the operator's. A value beyond the metastore's current id is adopted
+// too; the step then treats it as a reset of the metastore's log.
+func (l *catalogLoop) adoptOperatorCursor(ctx context.Context, prev, c cursorstore.Cursor) {
+	n := c.Value
+	if !c.Exists || n < 0 || n == l.own || l.own == -1 {
+		// Unchanged for this member, the master's own write whose outcome
+		// was unknown, or a full refresh already pending, which covers any
+		// value.
+		return
+	}
+	continueAfter := n
+	if prev.Exists && n < prev.Value && l.own < n {
+		// Lowered while this master is still below the new value (catching
+		// up after taking over): its own cursor already brings everything
+		// after n to its FE, and jumping up to n would skip events it never
+		// applied.
+		continueAfter = l.own
+	}
+	l.log.Warn("master cursor set by an operator",
+		zap.Int64("old", l.own), zap.Int64("new", n), zap.Int64("committed_before", cursorValue(prev)),
+		zap.Int64("continue_after", continueAfter))
+	if continueAfter == l.own {
+		return
+	}
+	l.setOwn(continueAfter)
+	// At once, not after the step: the step may apply for a while, and a
+	// restart in between must resume from the operator's value, not the old one.
+	l.persistOwn(ctx)
 }
 
 // commit writes value as the committed master cursor, fenced by the term's token

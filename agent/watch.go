@@ -100,8 +100,8 @@ func (w *watched[T]) run(ctx context.Context) {
 }
 
 // masterCursorWatch follows one catalog's committed master cursor. Followers wait
-// on it instead of polling; the master uses it to notice an operator's reset
-// while it is idle.
+// on it instead of polling; the master uses it to notice an operator's set or
+// reset while it is idle.
 type masterCursorWatch = watched[cursorstore.Cursor]
 
 func newMasterCursorWatch(catalog string, store CursorStore, m *metrics, log *zap.Logger) *masterCursorWatch {

@@ -113,7 +113,8 @@ func (s *Store) MasterCursor(ctx context.Context, catalog string) (Cursor, error
 // `cursor reset` with -1): it is not fenced by the leader key, because the
 // operator is not the master, but it is a compare-and-set, so the returned old
 // value is exactly the one replaced. It also replaces a bad value. A running
-// master's next fenced commit then fails with ErrConflict and re-reads.
+// master sees the new revision through its watch and re-reads, or its next
+// fenced commit fails with ErrConflict and it re-reads; it then adopts the value.
 func (s *Store) SetMaster(ctx context.Context, catalog string, value int64) (old Cursor, err error) {
 	if err := s.check(catalogName(catalog)); err != nil {
 		return Cursor{}, err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,8 +31,10 @@ func cursorCommand() *cli.Command {
 				Action:    cursorGet,
 			},
 			{
-				Name:      "set",
-				Usage:     "set the master cursor to event id N (needs --force)",
+				Name:  "set",
+				Usage: "set the master cursor to event id N: the running master continues after N (needs --force)",
+				Description: "Compare-and-sets the master cursor and prints old -> new. " +
+					strings.ToUpper(cursorSetEffect("N")[:1]) + cursorSetEffect("N")[1:] + ".",
 				ArgsUsage: "N",
 				Flags:     withEtcd(catalog(), force()),
 				Action:    cursorSet,
@@ -72,9 +75,20 @@ func cursorSet(c *cli.Context) error {
 	if err != nil || n < cursorstore.Unknown {
 		return fmt.Errorf("cursor set: %q is not an event id: want a decimal, 0 or more (or -1, which is what cursor reset does)", c.Args().First())
 	}
-	return setMasterCursor(c, n, fmt.Sprintf(
-		"the master then continues after event %d: lowering the cursor applies events again, raising it skips events "+
-			"(their changes never reach the FEs; use it to step over an event that cannot be applied)", n))
+	return setMasterCursor(c, n, cursorSetEffect(strconv.FormatInt(n, 10)))
+}
+
+// cursorSetEffect says what `cursor set N` does, for its help and its refusal
+// without --force (docs/operations-etcd.md has the long form).
+func cursorSetEffect(n string) string {
+	return "the running master adopts it at once and continues after event " + n + ": " +
+		"lowering the cursor sends the events after " + n + " to the master's FE again (a native FE skips those it already applied), " +
+		"and followers ahead of " + n + " apply nothing again but wait until the master passes them; " +
+		"raising it makes the master skip the events up to " + n + " (their changes never reach its FE, nor any FE with the doris dialect, " +
+		"but native followers still apply them; use it to step over an event the master's FE cannot apply); " +
+		"a value beyond the metastore's current event id makes the master full-refresh and set the cursor back to that id; " +
+		"a master that is paused adopts it when the pause key is removed, and one that starts later continues from its own cursor instead, " +
+		"so set it while a master runs"
 }
 
 func cursorReset(c *cli.Context) error {
@@ -104,7 +118,7 @@ func setMasterCursor(c *cli.Context, value int64, effect string) error {
 			from = strconv.Quote(cur.Raw)
 		}
 		return fmt.Errorf("not changing the master cursor of catalog %s (%s) from %s to %d without --force: %s; "+
-			"a running master notices the change at its next commit; run again with --force to do it",
+			"run again with --force to do it",
 			catalog, store.MasterCursorKey(catalog), from, value, effect)
 	}
 	old, err := store.SetMaster(c.Context, catalog, value)

@@ -50,6 +50,9 @@ func TestCursorGetSetReset(t *testing.T) {
 	if got := stored(); got != "(absent)" {
 		t.Fatalf("refused set wrote %q", got)
 	}
+	if !strings.Contains(err.Error(), "continues after event 48213") {
+		t.Errorf("set without --force: %v; want it to say what the master does with 48213", err)
+	}
 
 	if out, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "48213"); err != nil || out != "unset -> 48213\n" {
 		t.Fatalf("set --force: %q, %v", out, err)
