@@ -142,13 +142,16 @@ func TestOperatorSetDuringMasterApplyWins(t *testing.T) {
 	commitsBefore := len(h.allCommits())
 	conflicts := m.metric("hmssync_fenced_write_rejections_total", `reason="conflict"`)
 
-	// Below the applier's 2s timeout: the apply succeeds, late.
-	m.fe.InjectFault(fetest.Fault{Native: true, Match: "/changes", Delay: 1500 * time.Millisecond, Times: 1})
+	// The master's next apply is held at its FE until the operator's write
+	// is in etcd; then it succeeds (well within the applier's 2s timeout).
+	hold := make(chan struct{})
+	m.fe.InjectFault(fetest.Fault{Native: true, Match: "/changes", Hold: hold, Times: 1})
 	h.churn(10)
 	await(t, 5*time.Second, "the master's apply in flight", func() (bool, string) {
 		return len(m.fe.Faults()) == 0, "the master's FE has not received the next batch"
 	})
 	h.operatorSetCursor(n)
+	close(hold)
 	h.awaitConverged(converge)
 	cur := h.hms.CurrentEventID()
 	h.awaitLastCommitIs(cur)

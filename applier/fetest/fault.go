@@ -22,6 +22,10 @@ type Fault struct {
 	Times int
 	// Delay is waited before answering.
 	Delay time.Duration
+	// Hold, if set, is waited for (closed) after Delay and before answering:
+	// a test holds a request in flight for exactly as long as it needs, with
+	// no guess at how long that is. In-process only.
+	Hold <-chan struct{}
 	// HTTPStatus, if set, is the HTTP status of the answer (e.g. 503).
 	HTTPStatus int
 	// Code, if set, is the answer's envelope code on /api/query (1 SQL error,

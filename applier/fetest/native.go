@@ -30,7 +30,7 @@ func (s *Server) nativeFault(w http.ResponseWriter, r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if !s.wait(r.Context(), f.Delay) {
+	if !s.delay(r.Context(), f) {
 		return true
 	}
 	if f.Body != "" {

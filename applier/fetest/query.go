@@ -45,7 +45,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	s.log.Debug("fetest: statement", zap.String("fe", s.URL), zap.String("stmt", body.Stmt))
 
 	if f, ok := s.faults.take(false, body.Stmt); ok {
-		if !s.wait(r.Context(), f.Delay) {
+		if !s.delay(r.Context(), f) {
 			return
 		}
 		switch {

@@ -55,6 +55,25 @@ func (s *Server) authorised(r *http.Request) bool {
 }
 
 // wait sleeps for d unless the request or the server ends first.
+// delay holds a request as its fault says (Delay, then Hold); false if the
+// request or the server ended first.
+func (s *Server) delay(ctx context.Context, f Fault) bool {
+	if !s.wait(ctx, f.Delay) {
+		return false
+	}
+	if f.Hold == nil {
+		return true
+	}
+	select {
+	case <-f.Hold:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
 func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
