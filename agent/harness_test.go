@@ -400,19 +400,7 @@ func (h *harness) master(timeout time.Duration) *member {
 // masterCursor reads the committed cursor (-1 when absent).
 func (h *harness) masterCursor() int64 {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := h.etcd.Client.Get(ctx, cursorKey)
-	if err != nil {
-		h.t.Fatalf("read master cursor: %v", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
-	if err != nil {
-		h.t.Fatalf("master cursor %q: %v", resp.Kvs[0].Value, err)
-	}
+	v, _ := h.masterCursorRev()
 	return v
 }
 
