@@ -25,13 +25,16 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { el.Run(ctx); done <- struct{}{} }()
-	pub, err := store.NewStatusPublisher("fe-a", 10*time.Second, 0)
+	const leaseTTL = 10 * time.Second
+	pub, err := store.NewStatusPublisher("fe-a", leaseTTL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { pub.Run(ctx); done <- struct{}{} }()
+	// An error of several words, as a real one is: the table must show it whole.
+	const lastErr = "applying batch (100, 120]: FE http://127.0.0.1:8030: HTTP 503 Service Unavailable"
 	pub.Update(cursorstore.MemberStatus{Role: cursorstore.RoleMaster, FEURL: "http://127.0.0.1:8030", Version: "v9",
-		Catalogs: map[string]cursorstore.CatalogStatus{"hive": {Cursor: 120}}})
+		Catalogs: map[string]cursorstore.CatalogStatus{"hive": {Cursor: 120, LastError: lastErr, LastErrorTime: time.Now()}}})
 	if _, err := store.SetMaster(ctx, "hive", 120); err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +62,22 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
 	}
-	rows := map[string][]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "fe-") {
-			rows[f[0]] = f
-		}
-	}
-	// fe-a: master, lease, FE, version, updated "Ns ago", hive 120, lag 0.
-	if a := rows["fe-a"]; len(a) < 10 || a[1] != "master" || a[3] != "http://127.0.0.1:8030" || a[4] != "v9" || a[7] != "hive" || a[8] != "120" || a[9] != "0" {
+	rows := tableRows(t, out, "fe-")
+	// fe-a: master, FE, version, hive 120, lag 0, its last error, and the time
+	// left on its live lease, which the publisher keeps renewing.
+	a := rows["fe-a"]
+	if a["ROLE"] != "master" || a["FE"] != "http://127.0.0.1:8030" || a["VERSION"] != "v9" || a["CATALOG"] != "hive" || a["CURSOR"] != "120" || a["LAG"] != "0" {
 		t.Errorf("fe-a row %q", a)
 	}
-	// fe-b: down, its stored cursor 100, lag 120-100 = 20.
-	if b := rows["fe-b"]; len(b) < 10 || b[1] != "down" || b[6] != "hive" || b[7] != "100" || b[8] != "20" {
+	if a["LAST ERROR"] != lastErr {
+		t.Errorf("fe-a LAST ERROR %q, want %q", a["LAST ERROR"], lastErr)
+	}
+	if left, err := time.ParseDuration(a["LEASE"]); err != nil || left <= 0 || left > leaseTTL {
+		t.Errorf("fe-a LEASE %q: want the time left on a live lease, more than 0 and at most %s", a["LEASE"], leaseTTL)
+	}
+	// fe-b: down (no lease), its stored cursor 100, lag 120-100 = 20, no error.
+	b := rows["fe-b"]
+	if b["ROLE"] != "down" || b["LEASE"] != "-" || b["CATALOG"] != "hive" || b["CURSOR"] != "100" || b["LAG"] != "20" || b["LAST ERROR"] != "-" {
 		t.Errorf("fe-b row %q", b)
 	}
 
@@ -85,4 +92,53 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	if cs.Master != "fe-a" || cs.MasterCursors["hive"] != 120 || len(cs.Members) != 2 || *cs.Members[1].Catalogs["hive"].Lag != 20 {
 		t.Fatalf("status --json: %s", out)
 	}
+	if ja := cs.Members[0]; ja.Member != "fe-a" || ja.Catalogs["hive"].LastError != lastErr {
+		t.Errorf("status --json: fe-a's last error is not %q: %s", lastErr, out)
+	}
+	if ttl := cs.Members[0].LeaseTTL; ttl <= 0 || time.Duration(ttl)*time.Second > leaseTTL {
+		t.Errorf("status --json: fe-a's lease_ttl_seconds %d: want more than 0 and at most %s", ttl, leaseTTL)
+	}
+}
+
+// tableRows reads the member table of `hmssync status`: the rows whose first
+// cell starts with prefix, keyed by member and then by column header. Cells are
+// cut at the header's column offsets (tabwriter aligns every cell of a column
+// under its header), so a cell with spaces ("3s ago", an error) stays whole.
+func tableRows(t *testing.T, out, prefix string) map[string]map[string]string {
+	t.Helper()
+	columns := []string{"MEMBER", "ROLE", "LEASE", "FE", "VERSION", "UPDATED", "CATALOG", "CURSOR", "LAG", "LAST ERROR"}
+	lines := strings.Split(out, "\n")
+	var header string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "MEMBER") {
+			header = l
+		}
+	}
+	starts := make([]int, len(columns))
+	from := 0
+	for i, c := range columns {
+		j := strings.Index(header[from:], c)
+		if j < 0 {
+			t.Fatalf("status table header %q lacks column %q (after %q):\n%s", header, c, header[:from], out)
+		}
+		starts[i], from = from+j, from+j+len(c)
+	}
+	rows := map[string]map[string]string{}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		row := map[string]string{}
+		for i, c := range columns {
+			end := len(l)
+			if i+1 < len(columns) {
+				end = min(starts[i+1], len(l))
+			}
+			if starts[i] < end {
+				row[c] = strings.TrimSpace(l[starts[i]:end])
+			}
+		}
+		rows[row["MEMBER"]] = row
+	}
+	return rows
 }
