@@ -2,10 +2,18 @@ package cursorstore_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
 )
 
@@ -36,7 +44,12 @@ func quiet[T any](t *testing.T, ch <-chan T, what string) {
 
 func TestWatchMasterStartsWithTheCurrentValueAndFollows(t *testing.T) {
 	srv := etcdtest.New(t)
-	s := newStore(t, srv.Client)
+	core, logs := observer.New(zapcore.DebugLevel)
+	log := zap.New(zapcore.NewTee(core, zaptest.NewLogger(t).Core()))
+	s := cursorstore.New(srv.Client, "/hmssync", cluster, 2*time.Second, log)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := s.MasterCursorKey("hive")
@@ -56,8 +69,13 @@ func TestWatchMasterStartsWithTheCurrentValueAndFollows(t *testing.T) {
 	if c := next(t, ch, 10*time.Second); c.Value != 5 || c.Rev != rev {
 		t.Fatalf("got %+v; want 5@%d", c, rev)
 	}
-	// A bad value is skipped (and logged), the good value after it arrives.
-	put("abc")
+	// A bad value is skipped and logged so that an operator can find and fix
+	// it: the log names the key and the value. The good value after it arrives.
+	const bad = "abc"
+	put(bad)
+	eventually(t, 10*time.Second, "a warning naming "+key+" and its value "+bad, func() bool {
+		return loggedWith(logs, zapcore.WarnLevel, key, bad)
+	})
 	quiet(t, ch, "after a bad value")
 	rev = put("9")
 	if c := next(t, ch, 10*time.Second); c.Value != 9 || c.Rev != rev {
@@ -85,6 +103,28 @@ func TestWatchMasterStartsWithTheCurrentValueAndFollows(t *testing.T) {
 			return false
 		}
 	})
+}
+
+// loggedWith reports whether an entry at level or above mentions every one of
+// words, in its message or in any field.
+func loggedWith(logs *observer.ObservedLogs, level zapcore.Level, words ...string) bool {
+	for _, e := range logs.All() {
+		if e.Level < level {
+			continue
+		}
+		text := e.Message
+		for _, v := range e.ContextMap() {
+			text += " " + fmt.Sprint(v)
+		}
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(text, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 func TestWatchMasterGivesASlowReaderTheNewestValue(t *testing.T) {
