@@ -12,7 +12,8 @@
 # Per Hive version (json; sidecar-checks.sh, using `hmssync run`, `dev fe --hms`, `dev etcd`):
 #   converge    three sidecars (one etcd, native dialect, a fake FE each loading from the metastore)
 #               converge on the metastore's state, also after the master is killed
-#   restart     a metastore restart in the middle is survived without a full refresh
+#   restart     the metastore is restarted while two sidecars are partway through a backlog (slowed
+#               down by their fake FEs); they finish it after it is back, without a full refresh
 #   cleanup     events cleaned by a short listener TTL cause exactly one full refresh (reason gap)
 #               in each sidecar that was behind them (Hive 3.1.3's listener cleans every 60 s, a
 #               constant, so this waits up to TTL + 60 s there)

@@ -7,13 +7,16 @@
 #             client lists: databases, tables, partition names); the master is killed (SIGKILL)
 #             and the other two converge on the changes made after that
 #   restart   the metastore is stopped and started again on the same database and port while two
-#             sidecars run (it starts again once their hmssync_retries_total shows a failed read);
-#             they converge on later changes with no full refresh (the sum of
-#             hmssync_full_refreshes_total over both does not move)
-#   cleanup   with every sidecar stopped, changes are made and the listener's short TTL cleans them
-#             (it empties the log, as on an idle metastore); the two sidecars started again (both
-#             behind the cleaned range) each do exactly one full refresh, with reason "gap", and
-#             converge
+#             sidecars are partway through a backlog (a workload made while their fake FEs refused
+#             batches; drained RST_BATCH events per batch, each answered after RST_DELAY): it stops
+#             once both cursors are inside the backlog, starts again once a sidecar's /status shows
+#             a failed metastore read and the cursors are still inside it; the sidecars must then
+#             finish the backlog (cursors up to its last event) and converge with no full refresh
+#             (the sum of hmssync_full_refreshes_total over both does not move)
+#   cleanup   with every sidecar stopped, the metastore is restarted with the listener's short
+#             TTL, changes are made and the TTL cleans them (it empties the log, as on an idle
+#             metastore); the two sidecars started again (both behind the cleaned range) each
+#             do exactly one full refresh, with reason "gap", and converge
 # Everything started here (metastore, etcd, fake FEs, sidecars) is stopped before it returns, so
 # the next profile's checks run alone.
 #
@@ -23,8 +26,10 @@
 #                                                      metastore; GET /_fetest/state shows them
 #   hmssync run --config F --member M --etcd-endpoints URL --fe-url URL --fe-dialect native
 #               --http-listen HOST:PORT                /master 200 on the master only; /metrics has
-#                                                      hmssync_full_refreshes_total{reason=...}
-#                                                      and hmssync_retries_total
+#                                                      hmssync_full_refreshes_total{reason=...};
+#                                                      /status has each catalog's cursor, failing
+#                                                      and last_error
+#   the fake FE's POST/DELETE /_fetest/faults (a delay, an HTTP status) on native batch requests
 
 sidecar_missing() {
 	local h
@@ -50,10 +55,10 @@ wait_port() { # host:port seconds
 	return 1
 }
 
-start_bg() { # logfile cmd... -> LAST_PID
+start_bg() { # logfile cmd... -> LAST_PID (appends: a restarted sidecar keeps its earlier log)
 	local logf=$1
 	shift
-	"$@" >"$logf" 2>&1 &
+	"$@" >>"$logf" 2>&1 &
 	LAST_PID=$!
 	STARTED_PIDS+=("$LAST_PID")
 }
@@ -73,12 +78,14 @@ urls() { # array entries -> comma-separated http URLs
 	echo "${out#,}"
 }
 
-# The listener's retention per profile, for the cleanup check. The TTL is short; the first checks
-# finish their work well within it, and a running sidecar keeps up, so nothing it needs is cleaned
-# before it reads it. Hive 4 (our listener) cleans every --clean-interval-seconds. Hive 3.1.3's
-# DbNotificationListener has no interval setting (MetastoreConf has only EVENT_DB_LISTENER_TTL):
-# its CleanerThread cleans at start and then every 60 s (a constant, sleepTime), so the launcher
-# is given no interval there and reports the fixed one, which sizes the cleanup wait below.
+# The listener's retention per profile, for the cleanup check, which restarts the metastore with it.
+# The converge and restart checks run with the launcher's default TTL (a day): the restart check
+# leaves unread events in the log across a metastore restart, which takes longer than a short TTL,
+# so with it those events would be cleaned and the sidecars would rightly full-refresh. Hive 4 (our
+# listener) cleans every --clean-interval-seconds. Hive 3.1.3's DbNotificationListener has no
+# interval setting (MetastoreConf has only EVENT_DB_LISTENER_TTL): its CleanerThread cleans at
+# start and then every 60 s (a constant, sleepTime), so the launcher is given no interval there and
+# reports the fixed one, which sizes the cleanup wait below.
 declare -A SIDECAR_HMS_ARGS=(
 	[hive4]="--ttl-seconds 15 --clean-interval-seconds 2"
 	[hive3]="--ttl-seconds 15"
@@ -95,6 +102,15 @@ declare -A SIDECAR_WORKLOAD_ARGS=(
 	[hive3]=""
 )
 declare -A SIDECAR_WORKLOAD_SKIP=()
+
+# The restart check's pace: the sidecars read RST_BATCH events per batch (catalogs[].batch_size, for
+# every check: the others only gain from draining in many batches), and the fake FEs answer each
+# batch after RST_DELAY while the backlog is drained, so one workload's backlog (some 30 events)
+# lasts about half a minute: ample for the evidence that the sidecars are partway through it
+# and for stopping the metastore, never needed in full (the metastore stops after a few batches and
+# the FEs answer at once after it is back).
+RST_BATCH=2
+RST_DELAY=2s
 
 sidecar_checks() { # profile
 	local first=${#STARTED_PIDS[@]} pid live
@@ -135,14 +151,8 @@ sidecar_checks_in() { # profile
 		not_applicable "$L ${SIDECAR_WORKLOAD_SKIP[$profile]}"
 	fi
 	hms_port=$(free_port)
-	start_hms "$SC/hms" json --port "$hms_port" "${hms_args[@]}" ||
+	start_hms "$SC/hms" json --port "$hms_port" ||
 		{ fail "$L sidecars: metastore did not start"; return; }
-	ttl=$(grep 'REALHMS READY' "$SC/hms/launcher.out" | tail -1 | sed -n 's/.* ttl_seconds=\([0-9]*\).*/\1/p')
-	interval=$(grep 'REALHMS READY' "$SC/hms/launcher.out" | tail -1 | sed -n 's/.* clean_interval_seconds=\([0-9]*\).*/\1/p')
-	if [ -z "$ttl" ] || [ -z "$interval" ]; then
-		fail "$L sidecars: the launcher did not report ttl_seconds and clean_interval_seconds"
-		return
-	fi
 
 	ETCD_ADDR="127.0.0.1:$(free_port)"
 	start_bg "$SC/etcd.log" "$HMSSYNC" dev etcd --listen "$ETCD_ADDR" --dir "$SC/etcd"
@@ -169,6 +179,7 @@ sidecar_checks_in() { # profile
 		    hms_uris: [$HMS_URI]
 		    hms_timeout: 10s
 		    poll_interval: 200ms
+		    batch_size: $RST_BATCH
 		retry:
 		  initial: 100ms
 		  max: 2s
@@ -212,27 +223,62 @@ sidecar_checks_in() { # profile
 		return
 	fi
 
-	# restart: the metastore goes away and comes back on the same database; no full refresh.
-	local restsc=("${SC_ADDR[${rest[0]}]}" "${SC_ADDR[${rest[1]}]}") r0 r1 retries
+	# restart: the metastore goes away while the two sidecars are partway through a backlog, and
+	# comes back on the same database; they finish the backlog from where they were, with no full
+	# refresh. The sync is slowed down by the fake FEs, not raced: while the workload makes the
+	# backlog the FEs refuse every batch (HTTP 503, which hmssync retries in place, so no cursor
+	# moves); then they answer each batch after RST_DELAY, so that the sidecars, reading
+	# batch_size events at a time, need RST_DELAY per batch_size events. Every wait below is for
+	# evidence (cursors, /status), never a pause.
+	local restsc=("${SC_ADDR[${rest[0]}]}" "${SC_ADDR[${rest[1]}]}") r0 r1 from to at_stop failed_on
+	local changes='{"native":true,"match":"/changes"' # the native protocol's batch requests
 	r0=$(java_main SidecarProbe full-refreshes --http "$(urls "${restsc[@]}")")
-	retries=$(java_main SidecarProbe metric --http "$(urls "${restsc[@]}")" --name hmssync_retries_total)
-	stop_hms "$SC/hms" || { fail "$L restart: metastore did not stop cleanly"; return; }
-	# Evidence, not a pause, that the sidecars found the metastore gone before it comes back: the
-	# master reads the metastore's current id every poll interval, and each failed read is counted
-	# as a retry.
-	if ! java_main SidecarProbe metric --http "$(urls "${restsc[@]}")" --name hmssync_retries_total \
-		--above "$retries" --timeout 60 >"$SC/rst.retries"; then
-		fail "$L restart: no sidecar retried a metastore read within 60 s of the metastore stopping: $(cat "$SC/rst.retries")"
-		return
-	fi
-	start_hms "$SC/hms" json --port "$hms_port" "${hms_args[@]}" ||
-		{ fail "$L restart: metastore did not start again"; return; }
+	java_main FEFaults --fe "$(urls "${restfe[@]}")" --clear true --add "$changes,\"http_status\":503}" >"$SC/rst.faults" 2>&1 ||
+		{ fail "$L restart: could not make the fake FEs refuse batches: $(cat "$SC/rst.faults")"; return; }
 	java_main Workload --uri "$HMS_URI" --prefix rst "${wl_args[@]}" --expected "$SC/rst.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/rst.out" 2>&1 ||
 		{ fail "$L restart: workload failed"; return; }
+	from=$(sed -n 's/^WORKLOAD DONE from_event_id=\([0-9]*\) to_event_id=\([0-9]*\).*/\1/p' "$SC/rst.out")
+	to=$(sed -n 's/^WORKLOAD DONE from_event_id=\([0-9]*\) to_event_id=\([0-9]*\).*/\2/p' "$SC/rst.out")
+	if [ -z "$from" ] || [ -z "$to" ] || [ $((to - from)) -lt $((4 * RST_BATCH)) ]; then
+		fail "$L restart: the workload's events (${from:-?}..${to:-?}] are too few for a backlog of several batches of $RST_BATCH"
+		return
+	fi
+	java_main FEFaults --fe "$(urls "${restfe[@]}")" --clear true --add "$changes,\"delay\":\"$RST_DELAY\"}" >>"$SC/rst.faults" 2>&1 ||
+		{ fail "$L restart: could not slow the fake FEs down: $(cat "$SC/rst.faults")"; return; }
+	# Both sidecars have applied part of the backlog and not all of it.
+	if ! java_main SidecarProbe cursors --http "$(urls "${restsc[@]}")" --above "$from" --below "$to" --timeout 60 >"$SC/rst.partway"; then
+		fail "$L restart: the sidecars were not partway through events ($from..$to]: $(cat "$SC/rst.partway")"
+		return
+	fi
+	stop_hms "$SC/hms" || { fail "$L restart: metastore did not stop cleanly"; return; }
+	# Evidence that the sidecars found the metastore gone: the master reads the metastore's current
+	# id at the start of every cycle, and a failed read shows in its /status as the step's error.
+	# (hmssync_retries_total, the evidence before, also counts FE failures: the fake FE answers 503
+	# to a batch it cannot load from the metastore; its error names the metastore too, so the text
+	# matched is the sidecar's own read.) With the metastore gone no cursor can move on (a follower
+	# never passes the master's), so the cursors read after that are where the restart found them.
+	if ! failed_on=$(java_main SidecarProbe failing --http "$(urls "${restsc[@]}")" \
+		--error "read the metastore's current event id" --timeout 60); then
+		fail "$L restart: no sidecar failed on a metastore read within 60 s of the metastore stopping: $failed_on"
+		return
+	fi
+	log "$L restart: m${rest[${failed_on%% *}]} found the metastore gone: ${failed_on#* }"
+	if ! at_stop=$(java_main SidecarProbe cursors --http "$(urls "${restsc[@]}")" --above "$from" --below "$to" --timeout 0); then
+		fail "$L restart: the sidecars were not inside the backlog ($from..$to] when the metastore was gone (they read it faster than the FEs' $RST_DELAY per batch allows?): $at_stop"
+		return
+	fi
+	start_hms "$SC/hms" json --port "$hms_port" ||
+		{ fail "$L restart: metastore did not start again"; return; }
+	java_main FEFaults --fe "$(urls "${restfe[@]}")" --clear true >>"$SC/rst.faults" 2>&1 ||
+		{ fail "$L restart: could not clear the fake FEs' faults: $(cat "$SC/rst.faults")"; return; }
+	if ! java_main SidecarProbe cursors --http "$(urls "${restsc[@]}")" --above $((to - 1)) --timeout 120 >"$SC/rst.done"; then
+		fail "$L restart: the sidecars did not finish the backlog up to event $to after the restart: $(cat "$SC/rst.done")"
+		return
+	fi
 	if java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "${restfe[@]}")" --timeout 120 >"$SC/rst.cmp"; then
 		r1=$(java_main SidecarProbe full-refreshes --http "$(urls "${restsc[@]}")")
 		if [ "$r1" -eq "$r0" ]; then
-			pass "$L restart: metastore restarted, sidecars converged, no full refresh"
+			pass "$L restart: metastore restarted while m${rest[0]}, m${rest[1]} were at events ${at_stop/ / and } of ($from..$to] (batches of $RST_BATCH, FE answering each after $RST_DELAY); they finished the backlog and converged with no full refresh"
 		else
 			fail "$L restart: full refreshes went from $r0 to $r1"
 		fi
@@ -244,6 +290,15 @@ sidecar_checks_in() { # profile
 	# cleanup: every sidecar stopped, changes made and cleaned by the TTL, two sidecars back. Both
 	# were behind the cleaned range, so each must do exactly one full refresh, for the gap.
 	for i in "${rest[@]}"; do kill "${SC_PID[$i]}" 2>/dev/null || true; wait "${SC_PID[$i]}" 2>/dev/null || true; done
+	stop_hms "$SC/hms" || { fail "$L cleanup: metastore did not stop cleanly"; return; }
+	start_hms "$SC/hms" json --port "$hms_port" "${hms_args[@]}" ||
+		{ fail "$L cleanup: metastore did not start again with the short TTL"; return; }
+	ttl=$(grep 'REALHMS READY' "$SC/hms/launcher.out" | tail -1 | sed -n 's/.* ttl_seconds=\([0-9]*\).*/\1/p')
+	interval=$(grep 'REALHMS READY' "$SC/hms/launcher.out" | tail -1 | sed -n 's/.* clean_interval_seconds=\([0-9]*\).*/\1/p')
+	if [ -z "$ttl" ] || [ -z "$interval" ]; then
+		fail "$L cleanup: the launcher did not report ttl_seconds and clean_interval_seconds"
+		return
+	fi
 	local before oldest cur
 	before=$(java_main EventDump --uri "$HMS_URI" --ids true | sed 's/.*current=//')
 	java_main Workload --uri "$HMS_URI" --prefix cln "${wl_args[@]}" --expected "$SC/cln.jsonl" --warehouse "file:$SC/hms/db/warehouse" >"$SC/cln.out" 2>&1 ||

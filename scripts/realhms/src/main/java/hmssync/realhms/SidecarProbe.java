@@ -29,6 +29,14 @@ import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
  *     with {@code --above A [--timeout S]} it first waits until that sum exceeds {@code A}, for
  *     evidence that something happened (exit 1 with the last sum if it does not within S
  *     seconds, default 60).</li>
+ * <li>{@code cursors --http URL,URL [--catalog C] [--above A] [--below B] [--timeout S]}: prints
+ *     each member's cursor for the catalog (its {@code /status}), space-separated; with a bound it
+ *     first waits until every member's cursor c has A &lt; c &lt; B, for evidence of where the
+ *     members are (exit 1 with the last cursors if not within S seconds, default 60; 0 looks
+ *     once);</li>
+ * <li>{@code failing --http URL,URL --error TEXT [--catalog C] [--timeout S]}: waits until some
+ *     member's {@code /status} shows the catalog failing with a last error containing TEXT, and
+ *     prints that member's index and error (exit 1 if none within S seconds, default 60).</li>
  * </ul>
  */
 public final class SidecarProbe {
@@ -37,7 +45,7 @@ public final class SidecarProbe {
 
   public static void main(String[] args) throws Exception {
     if (args.length == 0) {
-      throw new IllegalArgumentException("usage: SidecarProbe converge|master|full-refreshes|metric --name value...");
+      throw new IllegalArgumentException("usage: SidecarProbe converge|master|full-refreshes|metric|cursors|failing --name value...");
     }
     Args a = new Args(java.util.Arrays.copyOfRange(args, 1, args.length));
     switch (args[0]) {
@@ -45,6 +53,8 @@ public final class SidecarProbe {
       case "master" -> master(a);
       case "full-refreshes" -> fullRefreshes(a);
       case "metric" -> metric(a);
+      case "cursors" -> cursors(a);
+      case "failing" -> failing(a);
       default -> throw new IllegalArgumentException("unknown probe " + args[0]);
     }
   }
@@ -175,6 +185,84 @@ public final class SidecarProbe {
       }
       Thread.sleep(250);
     }
+  }
+
+  private static void cursors(Args a) throws Exception {
+    List<String> members = List.of(a.value("http", null).split(","));
+    String catalog = a.value("catalog", "hive");
+    String above = a.value("above", "");
+    String below = a.value("below", "");
+    int timeout = a.intValue("timeout", 60);
+    a.rejectUnknown();
+    long lo = above.isEmpty() ? Long.MIN_VALUE : Long.parseLong(above);
+    long hi = below.isEmpty() ? Long.MAX_VALUE : Long.parseLong(below);
+    long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
+    while (true) {
+      String last;
+      try {
+        StringBuilder out = new StringBuilder();
+        boolean within = true;
+        for (String m : members) {
+          long c = catalogStatus(m, catalog).path("cursor").asLong();
+          within &= lo < c && c < hi;
+          out.append(out.length() == 0 ? "" : " ").append(c);
+        }
+        if (within) {
+          System.out.println(out);
+          return;
+        }
+        last = "cursors " + out;
+      } catch (Exception e) {
+        last = Workload.oneLine(e);
+      }
+      if (System.nanoTime() > deadline) {
+        System.out.println("NOT WITHIN (" + (above.isEmpty() ? "-inf" : above) + ", " + (below.isEmpty() ? "inf" : below)
+            + ") after " + timeout + "s: " + last);
+        System.exit(1);
+      }
+      Thread.sleep(250);
+    }
+  }
+
+  private static void failing(Args a) throws Exception {
+    List<String> members = List.of(a.value("http", null).split(","));
+    String catalog = a.value("catalog", "hive");
+    String text = a.value("error", null);
+    int timeout = a.intValue("timeout", 60);
+    a.rejectUnknown();
+    long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
+    while (true) {
+      StringBuilder seen = new StringBuilder();
+      for (int i = 0; i < members.size(); i++) {
+        try {
+          JsonNode c = catalogStatus(members.get(i), catalog);
+          String err = c.path("last_error").asText();
+          if (c.path("failing").asBoolean() && err.contains(text)) {
+            System.out.println(i + " " + err);
+            return;
+          }
+          seen.append("\n  ").append(members.get(i)).append(": failing=").append(c.path("failing").asBoolean())
+              .append(" last_error=").append(err);
+        } catch (Exception e) {
+          seen.append("\n  ").append(members.get(i)).append(": ").append(Workload.oneLine(e));
+        }
+      }
+      if (System.nanoTime() > deadline) {
+        System.out.println("NO MEMBER FAILING WITH \"" + text + "\" after " + timeout + "s:" + seen);
+        System.exit(1);
+      }
+      Thread.sleep(250);
+    }
+  }
+
+  /** The catalog's entry in a member's /status. */
+  private static JsonNode catalogStatus(String member, String catalog) throws Exception {
+    for (JsonNode c : JSON.readTree(get(member + "/status", 200)).path("catalogs")) {
+      if (catalog.equals(c.path("name").asText())) {
+        return c;
+      }
+    }
+    throw new IllegalStateException(member + "/status has no catalog " + catalog);
   }
 
   /** Per member, the sum of metric name's series whose line contains match ("" = every series). */
