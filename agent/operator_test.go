@@ -228,7 +228,7 @@ func (h *harness) operatorSetCursor(v int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	store := cursorstore.New(h.etcd.Client, etcdPrefix, testCluster, 5*time.Second, zap.NewNop())
-	if _, err := store.SetMaster(ctx, testCatalog, v); err != nil {
+	if _, err := store.SetMasterLed(ctx, testCatalog, v); err != nil {
 		h.t.Fatalf("operator's cursor set %d: %v", v, err)
 	}
 }

@@ -116,6 +116,21 @@ func (s *Store) MasterCursor(ctx context.Context, catalog string) (Cursor, error
 // master sees the new revision through its watch and re-reads, or its next
 // fenced commit fails with ErrConflict and it re-reads; it then adopts the value.
 func (s *Store) SetMaster(ctx context.Context, catalog string, value int64) (old Cursor, err error) {
+	return s.setMaster(ctx, catalog, value, false)
+}
+
+// SetMasterLed is SetMaster that writes only while some member campaigns for
+// the master role (holds a key under the election prefix), checked in the same
+// transaction; otherwise it writes nothing and returns ErrNoMaster. `cursor set`
+// uses it: only a running master takes an operator's value up (a master that
+// starts later continues from its own cursor), so a value written with no
+// member running would look applied and do nothing. A campaigning member wins
+// the role within moments, as the election's leader or its successor.
+func (s *Store) SetMasterLed(ctx context.Context, catalog string, value int64) (old Cursor, err error) {
+	return s.setMaster(ctx, catalog, value, true)
+}
+
+func (s *Store) setMaster(ctx context.Context, catalog string, value int64, led bool) (old Cursor, err error) {
 	if err := s.check(catalogName(catalog)); err != nil {
 		return Cursor{}, err
 	}
@@ -123,6 +138,7 @@ func (s *Store) SetMaster(ctx context.Context, catalog string, value int64) (old
 		return Cursor{}, err
 	}
 	key := s.keys.masterCursor(catalog)
+	candidates := s.keys.election() + "/" // the election's candidate keys: <prefix>/<lease hex>
 	const attempts = 5
 	for range attempts {
 		kv, _, err := s.get(ctx, key)
@@ -130,10 +146,17 @@ func (s *Store) SetMaster(ctx context.Context, catalog string, value int64) (old
 			return Cursor{}, err
 		}
 		old, _ = parseCursor(key, kv, "") // a bad old value is what the operator is fixing
+		conds := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", old.Rev)}
+		if led {
+			// Over a range, etcd holds a comparison true only if every key
+			// in it satisfies it, and false for an empty range.
+			conds = append(conds, clientv3.Compare(clientv3.CreateRevision(candidates), ">", 0).WithPrefix())
+		}
 		rctx, cancel := s.request(ctx)
 		resp, err := s.cli.Txn(rctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", old.Rev)).
+			If(conds...).
 			Then(clientv3.OpPut(key, formatCursor(value))).
+			Else(clientv3.OpGet(candidates, clientv3.WithPrefix(), clientv3.WithCountOnly())).
 			Commit()
 		cancel()
 		if err != nil {
@@ -142,6 +165,11 @@ func (s *Store) SetMaster(ctx context.Context, catalog string, value int64) (old
 		if resp.Succeeded {
 			s.log.Warn("master cursor set by operator", zap.String("key", key), zap.Stringer("old", old), zap.Int64("new", value))
 			return old, nil
+		}
+		if led && resp.Responses[0].GetResponseRange().Count == 0 {
+			return old, fmt.Errorf("set %s to %d: %w (no key under %s): a master that starts later continues from its own cursor, "+
+				"so the value would do nothing; start the sidecars, check `hmssync status` shows a master, then set it again "+
+				"(`cursor reset` needs no running master)", key, value, ErrNoMaster, candidates)
 		}
 	}
 	return Cursor{}, fmt.Errorf("set %s to %d: %w %d times in a row (is a master committing fast? pause it first)", key, value, ErrConflict, attempts)

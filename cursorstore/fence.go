@@ -25,6 +25,9 @@ var (
 	// ErrBackwards: the commit would lower the cursor. Only an explicit reset
 	// (SetMaster, or RewindMaster after an HMS log reset) may do that.
 	ErrBackwards = errors.New("the cursor would move backwards")
+	// ErrNoMaster: SetMasterLed found no member campaigning for the master
+	// role, so no running master would take the value up. Nothing was written.
+	ErrNoMaster = errors.New("no member of the cluster campaigns for the master role")
 )
 
 // CommitMaster moves catalog's master cursor from lastSeen (as returned by

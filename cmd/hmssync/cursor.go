@@ -75,7 +75,7 @@ func cursorSet(c *cli.Context) error {
 	if err != nil || n < cursorstore.Unknown {
 		return fmt.Errorf("cursor set: %q is not an event id: want a decimal, 0 or more (or -1, which is what cursor reset does)", c.Args().First())
 	}
-	return setMasterCursor(c, n, cursorSetEffect(strconv.FormatInt(n, 10)))
+	return setMasterCursor(c, n, cursorSetEffect(strconv.FormatInt(n, 10)), true)
 }
 
 // cursorSetEffect says what `cursor set N` does, for its help and its refusal
@@ -88,20 +88,22 @@ func cursorSetEffect(n string) string {
 		"but native followers still apply them; use it to step over an event the master's FE cannot apply); " +
 		"a value beyond the metastore's current event id makes the master full-refresh and set the cursor back to that id; " +
 		"a master that is paused adopts it when the pause key is removed, and one that starts later continues from its own cursor instead, " +
-		"so set it while a master runs"
+		"so it is refused while no sidecar of the cluster runs for the master role"
 }
 
 func cursorReset(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("cursor reset takes no arguments, got %q", c.Args().Slice())
 	}
+	// Any master honours -1, also one that starts later: no running master needed.
 	return setMasterCursor(c, cursorstore.Unknown,
-		"the master then refreshes the whole catalog on its FE and continues from the metastore's current event id")
+		"the master then refreshes the whole catalog on its FE and continues from the metastore's current event id", false)
 }
 
 // setMasterCursor refuses without --force, showing what would change and why
-// it matters; with --force it sets the cursor and prints "old -> new".
-func setMasterCursor(c *cli.Context, value int64, effect string) error {
+// it matters; with --force it sets the cursor and prints "old -> new". led
+// writes only while a member campaigns for the master role (SetMasterLed).
+func setMasterCursor(c *cli.Context, value int64, effect string, led bool) error {
 	catalog := c.String("catalog")
 	store, cli, err := openStore(c)
 	if err != nil {
@@ -121,7 +123,11 @@ func setMasterCursor(c *cli.Context, value int64, effect string) error {
 			"run again with --force to do it",
 			catalog, store.MasterCursorKey(catalog), from, value, effect)
 	}
-	old, err := store.SetMaster(c.Context, catalog, value)
+	set := store.SetMaster
+	if led {
+		set = store.SetMasterLed
+	}
+	old, err := set(c.Context, catalog, value)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
 )
 
@@ -54,6 +59,18 @@ func TestCursorGetSetReset(t *testing.T) {
 		t.Errorf("set without --force: %v; want it to say what the master does with 48213", err)
 	}
 
+	// With no sidecar running for the master role, nobody would take the
+	// value up: refused, explained, nothing written.
+	_, err = runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "48213")
+	if err == nil || !strings.Contains(err.Error(), "no member of the cluster campaigns") || !strings.Contains(err.Error(), "/hmssync/test/election/") {
+		t.Fatalf("set --force with no master: %v; want a refusal saying no member campaigns, naming the election prefix", err)
+	}
+	if got := stored(); got != "(absent)" {
+		t.Fatalf("set with no master wrote %q", got)
+	}
+
+	// A sidecar campaigns: the operator's value is written.
+	runMember(t, srv.NewClient(t), "fe-a")
 	if out, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "48213"); err != nil || out != "unset -> 48213\n" {
 		t.Fatalf("set --force: %q, %v", out, err)
 	}
@@ -101,4 +118,25 @@ func TestCursorGetSetReset(t *testing.T) {
 	if out, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "7"); err != nil || out != "\"abc\" -> 7\n" {
 		t.Fatalf("set over abc: %q, %v", out, err)
 	}
+}
+
+// runMember campaigns for the master role of cluster "test" as a sidecar does,
+// until the test ends, and waits until it is master.
+func runMember(t *testing.T, cli *clientv3.Client, name string) {
+	t.Helper()
+	el, err := election.New(election.Config{Client: cli, Prefix: "/hmssync/test/election", Name: name,
+		LeaseTTL: 3 * time.Second, RequestTimeout: 900 * time.Millisecond, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- el.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("member %s: %v", name, err)
+		}
+	})
+	waitFor(t, 10*time.Second, name+" master", func() (bool, string) { return el.IsMaster(), "" })
 }
