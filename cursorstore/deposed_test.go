@@ -3,6 +3,7 @@ package cursorstore_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 	"github.com/hmssync/hmssync/internal/etcdpartition"
 )
 
-// runElector runs an elector until the test ends.
-func runElector(t *testing.T, cfg election.Config) *election.Elector {
+// runElector runs an elector until the test ends, or until stop (which waits
+// for Run to return; calling it again does nothing).
+func runElector(t *testing.T, cfg election.Config) (el *election.Elector, stop func()) {
 	t.Helper()
 	el, err := election.New(cfg)
 	if err != nil {
@@ -29,8 +31,9 @@ func runElector(t *testing.T, cfg election.Config) *election.Elector {
 			t.Errorf("Run(%s): %v", cfg.Name, err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return el
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return el, stop
 }
 
 // A master cut off from etcd until its lease expires is replaced; when its
@@ -50,11 +53,11 @@ func TestDeposedMasterIsFenced(t *testing.T) {
 	}
 	ac := cfg("a")
 	ac.Client = aCli
-	a := runElector(t, ac)
+	a, _ := runElector(t, ac)
 	eventually(t, 10*time.Second, "a master", a.IsMaster)
 	bc := cfg("b")
 	bc.Client = srv.NewClient(t)
-	b := runElector(t, bc)
+	b, _ := runElector(t, bc)
 	eventually(t, 10*time.Second, "b follows a", func() bool { return b.Leader() == "a" })
 
 	aTerm, _ := a.Current()

@@ -38,14 +38,8 @@ func TestSetMasterLedNeedsACampaigningMember(t *testing.T) {
 	}
 	refused("no member running")
 
-	el, err := election.New(election.Config{Client: srv.NewClient(t), Prefix: s.ElectionPrefix(), Name: "a",
+	el, stop := runElector(t, election.Config{Client: srv.NewClient(t), Prefix: s.ElectionPrefix(), Name: "a",
 		LeaseTTL: 3 * time.Second, RequestTimeout: 900 * time.Millisecond, Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ectx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- el.Run(ectx) }()
 	eventually(t, 10*time.Second, "a master", el.IsMaster)
 	old, err := s.SetMasterLed(ctx, "hive", 20)
 	if err != nil || old.Value != 10 {
@@ -56,9 +50,6 @@ func TestSetMasterLedNeedsACampaigningMember(t *testing.T) {
 	}
 
 	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("elector: %v", err)
-	}
 	if _, err := s.SetMaster(ctx, "hive", 10); err != nil {
 		t.Fatal(err)
 	}
