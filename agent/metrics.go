@@ -88,7 +88,7 @@ func newMetrics() *metrics {
 			f(c)
 			return c
 		}(),
-		fencedRejected: counter("fenced_write_rejections_total", "Fenced cursor commits etcd refused, by reason: not_leader, conflict, outcome_unknown, backwards.", "catalog", "reason"),
+		fencedRejected: counter("fenced_write_rejections_total", "Fenced cursor commits etcd refused, by reason: not_leader, conflict, outcome_unknown, backwards, new_lineage.", "catalog", "reason"),
 		feHealthy: func() prometheus.Gauge {
 			g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hmssync", Name: "fe_healthy", Help: "1 if the last FE check succeeded (reachable and authenticated)."})
 			f(g)

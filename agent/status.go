@@ -39,6 +39,14 @@ type CatalogStatus struct {
 	Cursor int64 `json:"cursor"`
 	// MasterCursor is the committed master cursor (-1 unknown).
 	MasterCursor int64 `json:"master_cursor"`
+	// Epoch is the lineage Cursor belongs to, MasterEpoch the committed
+	// lineage (SPEC §2a; -1 unknown). They differ only until this member has
+	// brought its FE into the committed lineage.
+	Epoch       int64 `json:"epoch"`
+	MasterEpoch int64 `json:"master_epoch"`
+	// FEApplied is the event id the FE itself last reported as applied
+	// (native dialect, local scope; absent when never asked).
+	FEApplied *int64 `json:"fe_applied_event_id,omitempty"`
 	// HMSCurrent is the metastore's current event id as last read (-1 never).
 	HMSCurrent    int64   `json:"hms_current_event_id"`
 	LagEvents     int64   `json:"lag_events"`
@@ -84,7 +92,11 @@ func (a *Agent) Status() Status {
 			Name: l.cat.Name, Cursor: st.own, MasterCursor: st.master, HMSCurrent: st.hmsCurrent,
 			LagEvents: st.lagEvents, FullRefreshes: st.fullRefreshes, SelfHeals: st.selfHeal,
 			Failing: st.failing, AuthFailing: st.authFailing, LastError: st.lastErr,
-			Paused: st.paused,
+			Paused: st.paused, Epoch: st.epoch, MasterEpoch: st.masterEpoch,
+		}
+		if st.feApplied != feAppliedUnknown {
+			v := st.feApplied
+			cs.FEApplied = &v
 		}
 		if st.lagEvents > 0 {
 			cs.LagSeconds = now.Sub(st.caughtUpAt).Seconds()

@@ -38,7 +38,7 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	if _, err := store.SetMaster(ctx, "hive", 120); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutMemberCursor(ctx, "fe-b", "hive", 100); err != nil {
+	if err := store.PutMemberCursor(ctx, "fe-b", "hive", 100, 0); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
