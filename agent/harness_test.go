@@ -51,6 +51,7 @@ type harnessOpts struct {
 	leaseTTL time.Duration // default 2s
 	poll     time.Duration // default 50ms
 	batch    int           // default 20
+	skip     []string      // catalogs' skip_event_types
 }
 
 type harness struct {
@@ -226,7 +227,7 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		Elector: el, Store: store,
 		Catalogs: []agent.Catalog{{
 			Name: testCatalog, Source: hc, Decoder: hms.Decoder{}, BatchSize: h.o.batch,
-			PollInterval: mo.poll, CallTimeout: 2 * time.Second,
+			PollInterval: mo.poll, CallTimeout: 2 * time.Second, SkipEventTypes: h.o.skip,
 		}},
 		Retry:  agent.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, AuthInterval: 300 * time.Millisecond},
 		Logger: log,

@@ -97,12 +97,12 @@ func (s *Server) Clean(before int64) {
 
 // Reset empties the log and makes next the id the next event gets, as when a
 // metastore's database is replaced; next may be below a consumer's cursor. The
-// log gets a new db uuid (unless the server offers none). The object model is
-// kept: only the log restarts.
+// log gets a new db uuid (unless the server offers none), and open
+// connections are dropped, since a metastore serves another database only after
+// a restart. The object model is kept: only the log restarts.
 func (s *Server) Reset(next int64) {
 	l := &s.log
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if next < 1 {
 		next = 1
 	}
@@ -111,6 +111,8 @@ func (s *Server) Reset(next int64) {
 	if l.uuid != "" {
 		l.uuid = newUUID()
 	}
+	l.mu.Unlock()
+	s.DropConnections()
 }
 
 // SetFormat changes the encoding of the messages that mutations write from now on.
