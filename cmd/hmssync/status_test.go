@@ -57,7 +57,7 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"master:  fe-a", "cursors: hive=120", "MEMBER", "LAG"} {
+	for _, want := range []string{"master:  fe-a", "cursors: hive=120 (epoch 0)", "MEMBER", "LAG"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
