@@ -150,7 +150,8 @@ type memFE struct {
 	mu      sync.Mutex
 	scope   applier.Scope
 	applied int64
-	report  bool // implements AppliedReporter's answer
+	report  bool  // implements AppliedReporter's answer
+	askErr  error // what AppliedEventID fails with, if set
 	batches []change.Batch
 }
 
@@ -207,6 +208,9 @@ type memReportingFE struct{ *memFE }
 func (f memReportingFE) AppliedEventID(context.Context, string) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.askErr != nil {
+		return 0, f.askErr
+	}
 	return f.applied, nil
 }
 

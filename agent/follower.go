@@ -51,9 +51,24 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		return waitMaster, nil
 	case target < l.own:
 		// Ahead of the master within the same lineage: this member applied
-		// beyond the commit when it was master, which is harmless. A log
-		// reset would have come with a new epoch.
-		return waitMaster, nil
+		// beyond the commit when it was master, which is harmless and waits.
+		// A log reset comes with a new epoch; the metastore is still asked,
+		// for a master that has not committed one yet (or runs a version
+		// without epochs, during a rolling upgrade).
+		cur, err := l.currentEventID(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if cur >= l.own {
+			return waitMaster, nil
+		}
+		l.log.Warn("metastore's notification log was reset; full refresh",
+			zap.Int64("cursor", l.own), zap.Int64("hms_current", cur), zap.Int64("master_cursor", target))
+		if err := l.fullRefresh(ctx, "reset", target, local); err != nil {
+			return 0, err
+		}
+		l.setOwn(target)
+		return again, nil
 	}
 
 	if !local {

@@ -98,7 +98,15 @@ func (l *catalogLoop) checkFEApplied(ctx context.Context) (bool, error) {
 	}
 	fe, err := rep.AppliedEventID(ctx, l.cat.Name)
 	if err != nil {
-		return false, &applyError{from: l.own, to: l.own, err: fmt.Errorf("ask the FE which event it applied: %w", err)}
+		if applier.ClassOf(err) == applier.Auth {
+			return false, &applyError{from: l.own, to: l.own, err: fmt.Errorf("ask the FE which event it applied: %w", err)}
+		}
+		// The check is a safety net: an FE that cannot answer it is not a
+		// reason to hold the batch (which fails by itself if the FE is
+		// down), and an answer it cannot read must not make the member
+		// self-heal over and over.
+		l.log.Warn("could not ask the FE which event it applied; applying without that check", zap.Error(err))
+		return false, nil
 	}
 	l.mu.Lock()
 	l.st.feApplied = fe

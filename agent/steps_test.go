@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/hmssync/hmssync/applier"
@@ -344,5 +345,22 @@ func TestMasterOfStaleTermStopsWriting(t *testing.T) {
 	}
 	if _, master := r.el.Current(); master {
 		t.Fatal("the member still holds the role after a refused commit")
+	}
+}
+
+// An FE whose state answer cannot be read is applied to anyway: the check must
+// not turn into a self-heal on every step.
+func TestFEStateUnreadableDoesNotSelfHeal(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 10)
+	store := newMemStore()
+	store.commitAs(12, 0)
+	log.add("ALTER_TABLE", 2)
+	seedMember(store, "f", 10, 0)
+	r := newRig(t, log, store, rigOpts{member: "f", report: true})
+	r.fe.askErr = &applier.Error{Class: applier.Deterministic, Err: errors.New("unreadable answer: <html>")}
+	r.run(5)
+	if got, _ := r.fe.eventsSinceRefresh(); r.fe.refreshes() != 0 || len(got) != 2 {
+		t.Fatalf("FE got %d refreshes and events %v; want events 11-12 and no refresh", r.fe.refreshes(), got)
 	}
 }
