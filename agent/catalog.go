@@ -59,6 +59,7 @@ type catalogState struct {
 	lastErrAt               time.Time
 	failing                 bool // the last step failed
 	authFailing             bool
+	configFailing           bool // the FE answered as no configured FE should
 	fullRefreshes, selfHeal int
 	lastAppliedAt           time.Time
 	// paused: the loop, as master, found the pause key at the top of a cycle

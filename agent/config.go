@@ -74,8 +74,9 @@ type Retry struct {
 	// transient failures: an unreachable metastore, an FE timing out, etcd
 	// unavailable.
 	Initial, Max time.Duration
-	// AuthInterval is the slow retry after the FE refused our credentials: a
-	// configuration error that retrying quickly cannot fix.
+	// AuthInterval is the slow retry after the FE refused our credentials or
+	// answered as no configured FE should (applier.Auth, applier.Configuration):
+	// errors that retrying quickly cannot fix.
 	AuthInterval time.Duration
 }
 

@@ -186,6 +186,7 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	l.mu.Lock()
 	l.st.lastAppliedAt = time.Now()
 	l.st.authFailing = false
+	l.st.configFailing = false
 	l.mu.Unlock()
 	return nil
 }

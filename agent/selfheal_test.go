@@ -18,6 +18,7 @@ func TestClassify(t *testing.T) {
 		{"poison event", &poisonError{eventID: 7, eventType: "ALTER_TABLE", err: errors.New("bad json")}, classDeterministic},
 		{"FE rejects a statement", &applyError{err: &applier.Error{Class: applier.Deterministic, Err: errors.New("syntax")}}, classDeterministic},
 		{"FE auth", &applyError{err: &applier.Error{Class: applier.Auth, Err: errors.New("401")}}, classAuth},
+		{"FE without the catalog", &applyError{err: &applier.Error{Class: applier.Configuration, Err: errors.New("404")}}, classConfig},
 		{"FE 5xx", &applyError{err: &applier.Error{Class: applier.Transient, Err: errors.New("503")}}, classTransient},
 		{"metastore down", fmt.Errorf("fetch: %w", errors.New("connection refused")), classTransient},
 		{"deadline", context.DeadlineExceeded, classTransient},

@@ -48,9 +48,12 @@ type CatalogStatus struct {
 	// Paused: this member, as master, holds the catalog for the pause key (its
 	// loop saw the key and has done nothing since). Status.Paused says only
 	// that the key is present: a cycle already running finishes first.
-	Paused        bool       `json:"paused"`
-	Failing       bool       `json:"failing"`
-	AuthFailing   bool       `json:"auth_failing,omitempty"`
+	Paused      bool `json:"paused"`
+	Failing     bool `json:"failing"`
+	AuthFailing bool `json:"auth_failing,omitempty"`
+	// ConfigFailing: the FE answered as no configured FE should (a catalog it
+	// lacks, not a Doris envelope); LastError quotes its answer.
+	ConfigFailing bool       `json:"config_failing,omitempty"`
 	LastError     string     `json:"last_error,omitempty"`
 	LastErrorAt   *time.Time `json:"last_error_at,omitempty"`
 	LastAppliedAt *time.Time `json:"last_applied_at,omitempty"`
@@ -83,7 +86,7 @@ func (a *Agent) Status() Status {
 		cs := CatalogStatus{
 			Name: l.cat.Name, Cursor: st.own, MasterCursor: st.master, HMSCurrent: st.hmsCurrent,
 			LagEvents: st.lagEvents, FullRefreshes: st.fullRefreshes, SelfHeals: st.selfHeal,
-			Failing: st.failing, AuthFailing: st.authFailing, LastError: st.lastErr,
+			Failing: st.failing, AuthFailing: st.authFailing, ConfigFailing: st.configFailing, LastError: st.lastErr,
 			Paused: st.paused,
 		}
 		if st.lagEvents > 0 {
@@ -124,13 +127,16 @@ func (a *Agent) notReady() []string {
 	}
 	for _, l := range a.loops {
 		l.mu.Lock()
-		own, auth := l.st.own, l.st.authFailing
+		own, auth, config, lastErr := l.st.own, l.st.authFailing, l.st.configFailing, l.st.lastErr
 		l.mu.Unlock()
 		if own < 0 {
 			why = append(why, fmt.Sprintf("catalog %s: cursor unknown", l.cat.Name))
 		}
 		if auth {
 			why = append(why, fmt.Sprintf("catalog %s: FE refused hmssync's credentials", l.cat.Name))
+		}
+		if config {
+			why = append(why, fmt.Sprintf("catalog %s: FE configuration error: %s", l.cat.Name, lastErr))
 		}
 		if err := l.watch.notFresh(); err != nil {
 			why = append(why, fmt.Sprintf("catalog %s: %v", l.cat.Name, err))
