@@ -70,6 +70,9 @@ func New(cfg Config) (*Agent, error) {
 			Help: "Times an etcd watch of this member (master cursors, pause key) was re-established: compaction, lost etcd leader, broken stream, or no answer from etcd within the freshness bound.",
 		}, func() float64 { return float64(wr.WatchRestarts()) }))
 	}
+	if ow, ok := cfg.Status.(interface{ ObserveWrites(func(error)) }); ok {
+		ow.ObserveWrites(a.m.observeStatusPublish)
+	}
 	for _, c := range cfg.Catalogs {
 		a.loops = append(a.loops, newCatalogLoop(a, c))
 	}

@@ -150,6 +150,8 @@ type memberOpts struct {
 	// gateGrace is how long a master keeps the role with its FE unhealthy;
 	// default 1s.
 	gateGrace time.Duration
+	// publishStatus: the member publishes its status key, as `hmssync run` does.
+	publishStatus bool
 }
 
 type member struct {
@@ -221,9 +223,17 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var status agent.StatusPublisher
+	if mo.publishStatus {
+		p, err := store.NewStatusPublisher(name, 10*time.Second, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status = p
+	}
 	a, err := agent.New(agent.Config{
 		Cluster: testCluster, Member: name, FEURL: fe.URL, Applier: ap, FEHealth: health,
-		Elector: el, Store: store,
+		Elector: el, Store: store, Status: status, StatusInterval: 50 * time.Millisecond,
 		Catalogs: []agent.Catalog{{
 			Name: testCatalog, Source: hc, Decoder: hms.Decoder{}, BatchSize: h.o.batch,
 			PollInterval: mo.poll, CallTimeout: 2 * time.Second,

@@ -105,9 +105,20 @@ func newMetrics() *metrics {
 			f(c)
 			return c
 		}(),
-		statusPublishes: counter("status_publishes_total", "Member status writes to etcd, by result.", "result"),
+		statusPublishes: counter("status_publishes_total", "Member status writes to etcd, by result: ok, error.", "result"),
 	}
+	m.statusPublishes.WithLabelValues("ok")
+	m.statusPublishes.WithLabelValues("error")
 	m.role.WithLabelValues("master").Set(0)
 	m.role.WithLabelValues("follower").Set(1)
 	return m
+}
+
+// observeStatusPublish counts one write of the member's status key.
+func (m *metrics) observeStatusPublish(err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.statusPublishes.WithLabelValues(result).Inc()
 }
