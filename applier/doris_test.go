@@ -215,8 +215,18 @@ func TestDorisOneStatementInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := len(fe.Statements()); got != 4*(4+1) {
-		t.Fatalf("FE received %d statements, want %d", got, 4*5)
+	// Each batch is 4 statements; a Check that finds a statement in flight
+	// sends nothing (see TestDorisCheckDoesNotWaitForTheStatementInFlight).
+	refreshes, checks := 0, 0
+	for _, st := range fe.Statements() {
+		if st == "SELECT 1" {
+			checks++
+		} else {
+			refreshes++
+		}
+	}
+	if refreshes != 4*4 || checks > 4 {
+		t.Fatalf("FE received %d REFRESH and %d SELECT 1, want %d and at most 4", refreshes, checks, 4*4)
 	}
 	if got := fe.Overlaps(); got != 0 {
 		t.Errorf("%d requests overlapped another one", got)
@@ -322,5 +332,51 @@ func TestDorisConfigurationErrorsQuoteTheFE(t *testing.T) {
 				t.Errorf("a configuration error blames the password: %q", msg)
 			}
 		})
+	}
+}
+
+// A REFRESH held longer than the check's timeout does not fail the check: the
+// statement in flight proves the FE answers, and the check does not queue
+// behind it (the FE runs one statement of ours at a time).
+func TestDorisCheckDoesNotWaitForTheStatementInFlight(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	hold := make(chan struct{})
+	fe.InjectFault(fetest.Fault{Match: "REFRESH", Hold: hold, Times: 1})
+	a := newDorisFor(t, fe.URL, "", 0)
+	applied := make(chan error, 1)
+	go func() { applied <- a.Apply(context.Background(), ops(addP("d", "t", "p=1"))) }()
+	await := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	await("the REFRESH to reach the FE", func() bool { return len(fe.Statements()) == 1 })
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := a.Check(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("Check while a REFRESH is in flight: %v", err)
+		}
+	}
+	if got := fe.Statements(); len(got) != 1 || fe.Overlaps() != 0 {
+		t.Errorf("the checks sent %q (overlaps %d) while the REFRESH was in flight; want nothing sent", got[1:], fe.Overlaps())
+	}
+	close(hold)
+	if err := <-applied; err != nil {
+		t.Fatal(err)
+	}
+	// With nothing in flight the check asks the FE again.
+	if err := a.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fe.Statements(); got[len(got)-1] != "SELECT 1" {
+		t.Errorf("Check with nothing in flight sent %q, want SELECT 1 last", got)
 	}
 }
