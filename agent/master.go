@@ -239,6 +239,7 @@ func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int6
 	if err == nil {
 		l.lastSeen = c
 		l.updateLag()
+		l.log.Debug("committed master cursor", zap.Int64("cursor", value), zap.Int64("from", committed), zap.Int64("term", term.Token.Rev), zap.Int64("revision", c.Rev))
 		return nil
 	}
 	// Any failure leaves the base unknown: read it again before the next write.

@@ -9,11 +9,15 @@ import (
 // Status is the member's view of itself, served as JSON on /status. It never
 // contains a secret.
 type Status struct {
-	Cluster  string          `json:"cluster"`
-	Member   string          `json:"member"`
-	Version  string          `json:"version,omitempty"`
-	Role     string          `json:"role"`
-	Leader   string          `json:"leader,omitempty"`
+	Cluster string `json:"cluster"`
+	Member  string `json:"member"`
+	Version string `json:"version,omitempty"`
+	Role    string `json:"role"`
+	Leader  string `json:"leader,omitempty"`
+	// Term is this member's election term while it is master: its election
+	// key's create revision, which strictly increases from master to master
+	// (the commit log lines carry it too).
+	Term     int64           `json:"term,omitempty"`
 	Paused   bool            `json:"paused"`
 	Ready    bool            `json:"ready"`
 	NotReady []string        `json:"not_ready,omitempty"`
@@ -62,13 +66,14 @@ type CatalogStatus struct {
 // Status reports the member's current state.
 func (a *Agent) Status() Status {
 	now := time.Now()
-	_, master := a.cfg.Elector.Current()
+	term, master := a.cfg.Elector.Current()
 	s := Status{
 		Cluster: a.cfg.Cluster, Member: a.cfg.Member, Version: a.cfg.Version,
 		Role: "follower", Leader: a.cfg.Elector.Leader(), Paused: a.pause.isPaused(), Time: now,
 	}
 	if master {
 		s.Role = "master"
+		s.Term = term.Token.Rev
 	}
 	fc := a.health.State()
 	err, checked, at := fc.Err, fc.Checked, fc.At
