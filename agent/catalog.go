@@ -135,7 +135,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			waitAny(ctx, nil, roleChanged, cursorMoved)
 		case paused:
 			l.setPaused(true)
-			waitAny(ctx, nil, roleChanged, pauseChanged)
+			waitAny(ctx, l.pauseRecheck(), roleChanged, pauseChanged)
 		}
 	}
 }

@@ -152,6 +152,8 @@ type memberOpts struct {
 	gateGrace time.Duration
 	// publishStatus: the member publishes its status key, as `hmssync run` does.
 	publishStatus bool
+	// wrapStore, if set, stands between the member and its cursor store.
+	wrapStore func(*cursorstore.Store) agent.CursorStore
 }
 
 type member struct {
@@ -223,6 +225,10 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var cs agent.CursorStore = store
+	if mo.wrapStore != nil {
+		cs = mo.wrapStore(store)
+	}
 	var status agent.StatusPublisher
 	if mo.publishStatus {
 		p, err := store.NewStatusPublisher(name, 10*time.Second, 10*time.Millisecond)
@@ -233,7 +239,7 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	}
 	a, err := agent.New(agent.Config{
 		Cluster: testCluster, Member: name, FEURL: fe.URL, Applier: ap, FEHealth: health,
-		Elector: el, Store: store, Status: status, StatusInterval: 50 * time.Millisecond,
+		Elector: el, Store: cs, Status: status, StatusInterval: 50 * time.Millisecond,
 		Catalogs: []agent.Catalog{{
 			Name: testCatalog, Source: hc, Decoder: hms.Decoder{}, BatchSize: h.o.batch,
 			PollInterval: mo.poll, CallTimeout: 2 * time.Second,

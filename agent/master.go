@@ -34,7 +34,9 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	if err := l.syncLastSeen(ctx, term); err != nil {
 		return 0, err
 	}
-	if l.a.pause.isPaused() {
+	if held, err := l.pauseKeyPresent(ctx); err != nil {
+		return 0, err
+	} else if held {
 		return paused, nil
 	}
 	// A commit left pending by an earlier failure (or by a previous term that
