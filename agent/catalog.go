@@ -42,8 +42,8 @@ type catalogLoop struct {
 	haveLastSeen bool
 	lastSeenTerm election.Token
 
-	// stepStart is when the current step began (unix nanoseconds; 0 while
-	// waiting), for /livez.
+	// stepStart is when the current step began or last completed an external
+	// call (unix nanoseconds; 0 while waiting), for /livez (liveness.go).
 	stepStart atomic.Int64
 
 	mu sync.Mutex
@@ -327,7 +327,8 @@ func waitAny(ctx context.Context, timer *time.Timer, chans ...<-chan struct{}) {
 	}
 }
 
-// stuckFor reports how long the current step has been running (0 when waiting).
+// stuckFor reports how long the current step has gone without progress (0 when
+// waiting).
 func (l *catalogLoop) stuckFor(now time.Time) time.Duration {
 	s := l.stepStart.Load()
 	if s == 0 {

@@ -152,6 +152,8 @@ type memberOpts struct {
 	gateGrace time.Duration
 	// publishStatus: the member publishes its status key, as `hmssync run` does.
 	publishStatus bool
+	// stuckAfter is the agent's StuckAfter (/livez); default the agent's own.
+	stuckAfter time.Duration
 	// wrapStore, if set, stands between the member and its cursor store.
 	wrapStore func(*cursorstore.Store) agent.CursorStore
 }
@@ -204,7 +206,9 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		}
 	}
 	fe := h.fes[i]
-	ap, err := applier.New(applier.Config{Dialect: h.o.dialect, URL: fe.URL, User: "root", Password: mo.password, Timeout: 2 * time.Second, Logger: log})
+	var ag *agent.Agent // set before Run, as `hmssync run` wires it
+	ap, err := applier.New(applier.Config{Dialect: h.o.dialect, URL: fe.URL, User: "root", Password: mo.password, Timeout: 2 * time.Second, Logger: log,
+		Observe: func(catalog string, err error) { ag.ObserveFERequest(catalog, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,12 +248,14 @@ func (h *harness) start(i int, mo memberOpts) *member {
 			Name: testCatalog, Source: hc, Decoder: hms.Decoder{}, BatchSize: h.o.batch,
 			PollInterval: mo.poll, CallTimeout: 2 * time.Second,
 		}},
-		Retry:  agent.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, AuthInterval: 300 * time.Millisecond},
-		Logger: log,
+		Retry:      agent.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, AuthInterval: 300 * time.Millisecond},
+		StuckAfter: mo.stuckAfter,
+		Logger:     log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ag = a
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{h: h, i: i, name: name, fe: fe, cli: cli, el: el, agent: a, hc: hc, logs: logs, cancel: cancel, done: make(chan struct{})}
 	m.http = httptest.NewServer(a.Handler(nil))

@@ -237,6 +237,7 @@ func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int6
 		commit = l.a.cfg.Store.RewindMaster
 	}
 	c, err := commit(ctx, l.cat.Name, term.Token, l.lastSeen, value)
+	l.progressed()
 	l.a.m.commitSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err == nil {
 		l.lastSeen = c

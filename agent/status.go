@@ -150,14 +150,15 @@ func (a *Agent) notReady() []string {
 	return why
 }
 
-// stuck lists the loops whose current step has outlived every deadline: /livez
-// fails on them so that the orchestrator restarts the process.
+// stuck lists the loops whose current step has made no progress (no external
+// call completed) for longer than every deadline: /livez fails on them so that
+// the orchestrator restarts the process.
 func (a *Agent) stuck() []string {
 	now := time.Now()
 	var why []string
 	for _, l := range a.loops {
 		if d := l.stuckFor(now); d > a.stuckAfter {
-			why = append(why, fmt.Sprintf("catalog %s: one step running for %s", l.cat.Name, d.Round(time.Second)))
+			why = append(why, fmt.Sprintf("catalog %s: no call of the current step completed for %s", l.cat.Name, d.Round(time.Second)))
 		}
 	}
 	return why
