@@ -49,8 +49,8 @@ type catalogLoop struct {
 	haveLastSeen bool
 	lastSeenTerm election.Token
 
-	// stepStart is when the current step began (unix nanoseconds; 0 while
-	// waiting), for /livez.
+	// stepStart is when the current step began or last completed an external
+	// call (unix nanoseconds; 0 while waiting), for /livez (liveness.go).
 	stepStart atomic.Int64
 
 	mu sync.Mutex
@@ -66,6 +66,7 @@ type catalogState struct {
 	lastErrAt               time.Time
 	failing                 bool // the last step failed
 	authFailing             bool
+	configFailing           bool // the FE answered as no configured FE should
 	fullRefreshes, selfHeal int
 	lastAppliedAt           time.Time
 	// epoch is own's lineage, masterEpoch the committed one (-1 unknown).
@@ -146,7 +147,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			waitAny(ctx, nil, roleChanged, cursorMoved)
 		case paused:
 			l.setPaused(true)
-			waitAny(ctx, nil, roleChanged, pauseChanged)
+			waitAny(ctx, l.pauseRecheck(), roleChanged, pauseChanged)
 		}
 	}
 }
@@ -355,7 +356,8 @@ func waitAny(ctx context.Context, timer *time.Timer, chans ...<-chan struct{}) {
 	}
 }
 
-// stuckFor reports how long the current step has been running (0 when waiting).
+// stuckFor reports how long the current step has gone without progress (0 when
+// waiting).
 func (l *catalogLoop) stuckFor(now time.Time) time.Duration {
 	s := l.stepStart.Load()
 	if s == 0 {

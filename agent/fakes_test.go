@@ -332,6 +332,10 @@ func (s *memStore) PutMemberCursor(_ context.Context, member, _ string, value, e
 	return nil
 }
 
+// Paused is the pause key as read from etcd: the master reads it while its
+// watch has not delivered (as here, where watches never do).
+func (s *memStore) Paused(context.Context) (bool, error) { return false, nil }
+
 func (s *memStore) WatchPause(ctx context.Context) cursorstore.Watch[bool] {
 	return idleWatch[bool](ctx)
 }

@@ -54,6 +54,7 @@ func (l *catalogLoop) startLineage(ctx context.Context, term election.Term, cur 
 	l.setOwnIn(cur, l.lastSeen.Epoch+1)
 	start := time.Now()
 	c, err := l.a.cfg.Store.RewindMaster(ctx, l.cat.Name, term.Token, l.lastSeen, cur, uuid)
+	l.progressed()
 	l.a.m.commitSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		// Until the new epoch is committed, this member's cursor belongs to

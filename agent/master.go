@@ -34,7 +34,9 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	if err := l.syncLastSeen(ctx, term); err != nil {
 		return 0, err
 	}
-	if l.a.pause.isPaused() {
+	if held, err := l.pauseKeyPresent(ctx); err != nil {
+		return 0, err
+	} else if held {
 		return paused, nil
 	}
 	// A cursor of another lineage (this member's durable cursor from before a
@@ -283,6 +285,7 @@ func (l *catalogLoop) commitWith(ctx context.Context, term election.Term, value 
 	}
 	start := time.Now()
 	c, err := l.a.cfg.Store.CommitMaster(ctx, l.cat.Name, term.Token, l.lastSeen, value, uuid)
+	l.progressed()
 	l.a.m.commitSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return l.commitFailed(value, err)
@@ -296,7 +299,7 @@ func (l *catalogLoop) commitWith(ctx context.Context, term election.Term, value 
 // logCommit records a successful commit at debug level, with the term, so that
 // an operator can tell who wrote a cursor.
 func (l *catalogLoop) logCommit(term election.Term, c cursorstore.Cursor) {
-	l.log.Debug("committed the master cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch),
+	l.log.Debug("committed master cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch),
 		zap.String("leader_key", term.Token.Key), zap.Int64("term", term.Token.Rev), zap.Int64("revision", c.Rev))
 }
 

@@ -20,6 +20,7 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
 	defer cancel()
 	cur, err := l.cat.Source.CurrentEventID(ctx)
+	l.progressed()
 	if err != nil {
 		return 0, fmt.Errorf("read the metastore's current event id: %w", err)
 	}
@@ -41,6 +42,7 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 	}
 	start := time.Now()
 	f, err := l.cat.Source.NextEvents(ctx, after, max, skip)
+	l.progressed()
 	l.a.m.fetchSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
@@ -199,6 +201,7 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	}
 	start := time.Now()
 	err := l.a.cfg.Applier.Apply(ctx, b)
+	l.progressed()
 	l.a.m.applySeconds.WithLabelValues(l.cat.Name, kind).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return &applyError{from: b.From, to: b.To, full: b.FullRefresh, err: err}
@@ -207,6 +210,7 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	l.mu.Lock()
 	l.st.lastAppliedAt = time.Now()
 	l.st.authFailing = false
+	l.st.configFailing = false
 	l.mu.Unlock()
 	return nil
 }
@@ -214,6 +218,7 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 // ObserveFERequest counts one request the applier sent to the FE (a doris
 // statement, a native batch) by its outcome: wire it as applier.Config.Observe.
 func (a *Agent) ObserveFERequest(catalog string, err error) {
+	a.progressedFE(catalog)
 	result := "ok"
 	if err != nil {
 		result = classLabel(err)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -139,6 +141,11 @@ func (s *sidecar) Close() {
 
 // sidecarEtcdClient opens the etcd client and checks, with a deadline, that etcd
 // answers: a v3.7 client does not fail on an unreachable endpoint by itself.
+// Only an answer that proves the configuration wrong (the credentials refused)
+// stops the start-up. An etcd without quorum, or not up yet, is an outage like
+// any other: the sidecar starts anyway, stays not ready and keeps trying, as
+// sidecars already running ride the outage out; exiting would make a crash loop
+// under an orchestrator.
 func sidecarEtcdClient(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger) (*clientv3.Client, error) {
 	ec := clientv3.Config{
 		Endpoints:   cfg.Etcd.Endpoints,
@@ -164,8 +171,22 @@ func sidecarEtcdClient(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	pctx, cancel := context.WithTimeout(ctx, cfg.Etcd.DialTimeout)
 	defer cancel()
 	if _, err := cli.Get(pctx, path.Join(cfg.Etcd.Prefix, cfg.Cluster, "pause")); err != nil {
-		_ = cli.Close()
-		return nil, fmt.Errorf("etcd at %v does not answer within %s (etcd.endpoints, etcd.dial_timeout): %w", cfg.Etcd.Endpoints, cfg.Etcd.DialTimeout, err)
+		if etcdRefusesCredentials(err) {
+			_ = cli.Close()
+			return nil, fmt.Errorf("etcd at %v refuses the credentials (etcd.username, etcd.password_file or HMSSYNC_ETCD_PASSWORD): %w", cfg.Etcd.Endpoints, err)
+		}
+		log.Warn("etcd does not answer yet: starting not ready; the sidecar keeps trying (check etcd.endpoints and the etcd cluster's quorum)",
+			zap.Strings("endpoints", cfg.Etcd.Endpoints), zap.Duration("dial_timeout", cfg.Etcd.DialTimeout), zap.Error(err))
 	}
 	return cli, nil
+}
+
+// etcdRefusesCredentials reports whether err is etcd's answer that the user,
+// its password or its permissions are wrong: a configuration error, which
+// waiting does not fix.
+func etcdRefusesCredentials(err error) bool {
+	return errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrPermissionDenied) ||
+		errors.Is(err, rpctypes.ErrUserNotFound) || errors.Is(err, rpctypes.ErrUserEmpty) ||
+		errors.Is(err, rpctypes.ErrGRPCAuthFailed) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) ||
+		errors.Is(err, rpctypes.ErrGRPCUserNotFound) || errors.Is(err, rpctypes.ErrGRPCUserEmpty)
 }
