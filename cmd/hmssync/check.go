@@ -65,7 +65,7 @@ func preflightTarget(cfg sidecarConfig, sec secrets) (preflight.Target, error) {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}
 		t.Catalogs = append(t.Catalogs, preflight.Catalog{Name: cc.Name, URIs: cc.HMSURIs, Framed: cc.HMSFramed, TLS: tlsCfg,
-			UGIUser: cc.HMSUser, HMSCatalog: cc.HMSCatalog, Timeout: cc.HMSTimeout, Window: cc.BatchSize})
+			UGIUser: cc.HMSUser, HMSCatalog: cc.HMSCatalog, Timeout: cc.HMSTimeout, Window: max(cc.BatchSize, 100)})
 	}
 	return t, nil
 }

@@ -60,7 +60,7 @@ type Catalog struct {
 	HMSCatalog string
 	Timeout    time.Duration
 	// Window is how many of the newest events to read to describe the log
-	// (the catalog's batch_size, at most MaxWindow).
+	// (hmssync check: the catalog's batch_size, at least 100; at most MaxWindow).
 	Window int
 }
 
