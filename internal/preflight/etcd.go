@@ -34,8 +34,14 @@ func checkEtcd(ctx context.Context, t Target) []Result {
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
+		// With a username the client authenticates while it connects, so a
+		// refused password ends here.
+		if cfg.Username != "" && isAuthError(err) {
+			return []Result{fail(fmt.Sprintf("etcd credentials of user %q", cfg.Username), fmt.Sprintf("%v: %v", cfg.Endpoints, err),
+				etcdAuthFix(cfg.Username, path.Join(e.Prefix, e.Cluster), err))}
+		}
 		return []Result{fail("etcd client", fmt.Sprintf("%v: %v", cfg.Endpoints, err),
-			"check etcd.endpoints (http:// or https:// URLs) and etcd.tls")}
+			"check etcd.endpoints (http:// or https:// URLs), etcd.tls and etcd.dial_timeout; is etcd running?")}
 	}
 	defer cli.Close()
 
@@ -112,9 +118,13 @@ func etcdReachFix(ep string, err error) string {
 	return "is etcd running and is " + ep + " its client URL (etcd.endpoints)? A firewall or a wrong port looks the same; etcd.dial_timeout bounds the wait"
 }
 
+func isAuthError(err error) bool {
+	return errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrUserEmpty)
+}
+
 func etcdAuthFix(user, root string, err error) string {
 	switch {
-	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrUserEmpty):
+	case isAuthError(err):
 		return "etcd refused the credentials: check etcd.username and etcd.password_file (or HMSSYNC_ETCD_PASSWORD)"
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
 		return fmt.Sprintf("grant the etcd user %q a role with readwrite on the prefix %s/ (etcdctl role grant-permission ROLE --prefix=true readwrite %s/)", user, root, root)
