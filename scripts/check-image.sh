@@ -29,8 +29,16 @@ done
 size=$(field '{{.Size}}')
 [ "$size" -le "$max_bytes" ] || fail "is $size bytes, more than $max_bytes"
 
-root=$(podman image mount "$image")
-trap 'podman image unmount "$image" >/dev/null' EXIT
+# The image as a consumer gets it: saved, its layers unpacked in order (no mount, so this works
+# rootless too).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+podman save --quiet --format docker-archive -o "$work/image.tar" "$image"
+mkdir "$work/archive" "$work/root"
+tar -xf "$work/image.tar" -C "$work/archive"
+layers=$(grep -o '[0-9a-f]\{64\}\.tar' "$work/archive/manifest.json") || fail "its saved manifest lists no layers"
+for l in $layers; do tar -xf "$work/archive/$l" -C "$work/root"; done
+root=$work/root
 inside=$root/usr/local/bin/hmssync
 [ -f "$inside" ] || fail "has no /usr/local/bin/hmssync"
 a=$(sha256sum <"$inside" | cut -d' ' -f1)

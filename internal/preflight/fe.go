@@ -68,7 +68,7 @@ func checkDorisCatalogs(ctx context.Context, hc *http.Client, fe FE, cats []Cata
 		switch {
 		case !ok:
 			rs = append(rs, fail(name, "SHOW CATALOGS does not list it", fmt.Sprintf(
-				"create it on the FE (CREATE CATALOG %s PROPERTIES (\"type\"=\"hms\", \"hive.metastore.uris\"=\"%s\")) or correct catalogs[].name", quoteIdent(c.Name), strings.Join(c.URIs, ","))))
+				"create it on the FE (CREATE CATALOG %s PROPERTIES (\"type\"=\"hms\", \"hive.metastore.uris\"=\"%s\")), correct catalogs[].name, or grant fe.user SHOW on it (SHOW CATALOGS lists only the catalogs a user may see)", quoteIdent(c.Name), strings.Join(c.URIs, ","))))
 			continue
 		case !strings.EqualFold(typ, "hms"):
 			rs = append(rs, fail(name, "its type is "+typ, "hmssync serves Hive catalogs (type hms) only: remove it from catalogs or point catalogs[].name at a Hive catalog"))
