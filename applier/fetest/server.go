@@ -31,6 +31,10 @@ type Options struct {
 	Loader func(ctx context.Context, catalog string) (Truth, error)
 	// Logger logs every request at debug; nil logs nothing.
 	Logger *zap.Logger
+	// Catalogs are the catalogs SHOW CATALOGS lists besides internal. When set,
+	// the native per-catalog state answers 404 for any other catalog; nil
+	// declares none and lets the native protocol serve every catalog.
+	Catalogs []Catalog
 }
 
 // Server is one fake FE endpoint. In a Cluster several share one cache model.
@@ -45,6 +49,8 @@ type Server struct {
 	log     *zap.Logger
 	faults  faults
 	handler http.Handler
+	// catalogs are Options.Catalogs.
+	catalogs []Catalog
 
 	inflight atomic.Int64
 	overlaps atomic.Int64
@@ -78,7 +84,7 @@ func ListenServer(addr string, o Options) (*Server, error) {
 }
 
 func listen(addr string, o Options, m *model) (*Server, error) {
-	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, closing: make(chan struct{})}
+	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, catalogs: o.Catalogs, closing: make(chan struct{})}
 	if s.user == "" {
 		s.user = "root"
 	}

@@ -139,14 +139,9 @@ func (s *sidecar) Close() {
 	}
 }
 
-// sidecarEtcdClient opens the etcd client and checks, with a deadline, that etcd
-// answers: a v3.7 client does not fail on an unreachable endpoint by itself.
-// Only an answer that proves the configuration wrong (the credentials refused)
-// stops the start-up. An etcd without quorum, or not up yet, is an outage like
-// any other: the sidecar starts anyway, stays not ready and keeps trying, as
-// sidecars already running ride the outage out; exiting would make a crash loop
-// under an orchestrator.
-func sidecarEtcdClient(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger) (*clientv3.Client, error) {
+// sidecarEtcdConfig is the etcd client configuration of cfg (endpoints, TLS,
+// credentials, timeouts), shared by the sidecar and `hmssync check`.
+func sidecarEtcdConfig(cfg sidecarConfig, sec secrets, log *zap.Logger) (clientv3.Config, error) {
 	ec := clientv3.Config{
 		Endpoints:   cfg.Etcd.Endpoints,
 		DialTimeout: cfg.Etcd.DialTimeout,
@@ -160,9 +155,24 @@ func sidecarEtcdClient(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	if t := cfg.Etcd.TLS; t.CAFile != "" || t.CertFile != "" {
 		tc, err := transport.TLSInfo{TrustedCAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}.ClientConfig()
 		if err != nil {
-			return nil, fmt.Errorf("etcd.tls: %w", err)
+			return ec, fmt.Errorf("etcd.tls: %w", err)
 		}
 		ec.TLS = tc
+	}
+	return ec, nil
+}
+
+// sidecarEtcdClient opens the etcd client and checks, with a deadline, that etcd
+// answers: a v3.7 client does not fail on an unreachable endpoint by itself.
+// Only an answer that proves the configuration wrong (the credentials refused)
+// stops the start-up. An etcd without quorum, or not up yet, is an outage like
+// any other: the sidecar starts anyway, stays not ready and keeps trying, as
+// sidecars already running ride the outage out; exiting would make a crash loop
+// under an orchestrator.
+func sidecarEtcdClient(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger) (*clientv3.Client, error) {
+	ec, err := sidecarEtcdConfig(cfg, sec, log)
+	if err != nil {
+		return nil, err
 	}
 	cli, err := clientv3.New(ec)
 	if err != nil {
