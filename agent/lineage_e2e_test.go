@@ -155,3 +155,27 @@ func TestSkipListIgnoredByMetastore(t *testing.T) {
 	h.setPause(false)
 	h.awaitConverged(converge)
 }
+
+// An FE restarted empty (its applied event id back to -1) is brought back
+// with a full refresh by its member, not sent the next batch as if nothing
+// happened; /status shows what the FE reported beside the member's cursor.
+func TestFERestartedEmptyGetsFullRefresh(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	m := h.startConverged()
+	f := h.running()[0]
+	if f == m {
+		f = h.running()[1]
+	}
+	sent := len(h.fes[f.i].Changes())
+	h.fes[f.i].DropCache(testCatalog)
+	h.churn(10)
+	h.awaitConverged(converge)
+	batches := h.fes[f.i].Changes()[sent:]
+	if len(batches) == 0 || !batches[0].FullRefresh {
+		t.Fatalf("after its FE restarted empty, %s sent %s; want a full refresh first", f.name, batchesString(batches))
+	}
+	st := f.catalogStatus()
+	if st.FEApplied == nil || *st.FEApplied != st.Cursor {
+		t.Fatalf("%s /status: FE reported %v, cursor %d; want the FE's applied id beside the cursor, equal once converged", f.name, st.FEApplied, st.Cursor)
+	}
+}

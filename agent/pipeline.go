@@ -208,6 +208,9 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	}
 	l.feSent = b.To
 	l.mu.Lock()
+	if _, ok := l.a.cfg.Applier.(AppliedReporter); ok {
+		l.st.feApplied = b.To // the FE acknowledged the batch up to b.To
+	}
 	l.st.lastAppliedAt = time.Now()
 	l.st.authFailing = false
 	l.st.configFailing = false

@@ -233,8 +233,8 @@ func TestFERestartedEmptyIsRefreshed(t *testing.T) {
 	if r.fe.refreshes() != 1 {
 		t.Fatalf("FE full refreshes = %d; want 1 after it lost its state", r.fe.refreshes())
 	}
-	if st := r.a.Status().Catalogs[0]; st.FEApplied == nil || *st.FEApplied != -1 || st.Cursor != 15 {
-		t.Fatalf("/status = %+v; want the FE's reported -1 beside the member's cursor 15", st)
+	if st := r.a.Status().Catalogs[0]; st.FEApplied == nil || *st.FEApplied != 15 || st.Cursor != 15 {
+		t.Fatalf("/status = %+v; want the FE at 15 after the refresh, beside the member's cursor 15", st)
 	}
 }
 
