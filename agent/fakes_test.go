@@ -152,7 +152,9 @@ type memFE struct {
 	applied int64
 	report  bool  // implements AppliedReporter's answer
 	askErr  error // what AppliedEventID fails with, if set
-	batches []change.Batch
+	// failNext, if set, is what the next Apply fails with (nothing applied).
+	failNext error
+	batches  []change.Batch
 }
 
 func (f *memFE) Dialect() string      { return "native" }
@@ -164,6 +166,10 @@ func (f *memFE) Check(context.Context) error {
 func (f *memFE) Apply(_ context.Context, b change.Batch) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.failNext; err != nil {
+		f.failNext = nil
+		return err
+	}
 	f.batches = append(f.batches, b)
 	if b.FullRefresh || b.To > f.applied {
 		f.applied = b.To

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/cursorstore"
@@ -362,5 +363,86 @@ func TestFEStateUnreadableDoesNotSelfHeal(t *testing.T) {
 	r.run(5)
 	if got, _ := r.fe.eventsSinceRefresh(); r.fe.refreshes() != 0 || len(got) != 2 {
 		t.Fatalf("FE got %d refreshes and events %v; want events 11-12 and no refresh", r.fe.refreshes(), got)
+	}
+}
+
+// Each class of FE failure does what SPEC §2 says, in one step: transient
+// ones keep the cursor and back off; deterministic ones self-heal (cursor -1:
+// the next step full-refreshes); credentials and configuration errors keep the
+// cursor, are loud (/readyz) and retry slowly.
+func TestFailureClassesOfAnApply(t *testing.T) {
+	for _, tc := range []struct {
+		class                         applier.Class
+		wantOwn                       int64
+		wantAuth, wantConfig, notSlow bool
+	}{
+		{applier.Transient, 10, false, false, true},
+		{applier.Deterministic, -1, false, false, true},
+		{applier.Auth, 10, true, false, false},
+		{applier.Configuration, 10, false, true, false},
+	} {
+		t.Run(tc.class.String(), func(t *testing.T) {
+			log := &memLog{}
+			log.add("ALTER_TABLE", 12)
+			store := newMemStore()
+			store.commitAs(12, 0)
+			seedMember(store, "f", 10, 0)
+			r := newRig(t, log, store, rigOpts{member: "f"})
+			r.a.retry = Retry{Initial: time.Millisecond, Max: 2 * time.Millisecond, AuthInterval: time.Hour}
+			r.fe.failNext = &applier.Error{Class: tc.class, Err: errors.New("the FE said no")}
+			r.showCommitted()
+			_, err := r.step()
+			if err == nil {
+				t.Fatal("the step succeeded although the FE refused the batch")
+			}
+			wait := r.l.failed(err, newBackoff(r.a.retry))
+			st := r.a.Status().Catalogs[0]
+			if r.l.own != tc.wantOwn || st.AuthFailing != tc.wantAuth || st.ConfigFailing != tc.wantConfig {
+				t.Fatalf("after a %s failure: cursor %d, auth_failing %v, config_failing %v; want %d, %v, %v",
+					tc.class, r.l.own, st.AuthFailing, st.ConfigFailing, tc.wantOwn, tc.wantAuth, tc.wantConfig)
+			}
+			if slow := wait >= 30*time.Minute; slow == tc.notSlow {
+				t.Fatalf("after a %s failure the loop waits %s", tc.class, wait)
+			}
+			ready := len(r.a.notReady()) == 0
+			if (tc.wantAuth || tc.wantConfig) && ready {
+				t.Fatalf("/readyz ready after a %s failure", tc.class)
+			}
+			r.run(5)
+			if got, _ := r.fe.eventsSinceRefresh(); tc.class != applier.Deterministic && len(got) != 2 {
+				t.Fatalf("after the %s failure cleared the FE got %v; want events 11-12", tc.class, got)
+			}
+			if tc.class == applier.Deterministic && r.fe.refreshes() != 1 {
+				t.Fatalf("a deterministic failure led to %d full refreshes; want 1 (self-heal)", r.fe.refreshes())
+			}
+		})
+	}
+}
+
+// A fenced commit that conflicts with an operator's write makes the master
+// read the cursor again and adopt the operator's value rather than commit
+// over it.
+func TestMasterAdoptsOperatorRaise(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(10, 0)
+	seedMember(store, "m0", 10, 0)
+	r := newRig(t, log, store, rigOpts{batch: 5, scope: applier.ScopeLocal})
+	r.becomeMaster()
+	r.showCommitted()
+	if _, err := r.step(); err != nil { // applies 11-15, commits 15
+		t.Fatal(err)
+	}
+	store.operatorSet(25)
+	r.run(10)
+	got, _ := r.fe.eventsSinceRefresh()
+	for _, id := range got {
+		if id > 15 && id <= 25 {
+			t.Fatalf("the master applied event %d, which the operator's raise to 25 skips (applied %v)", id, got)
+		}
+	}
+	if store.cursor != 30 || store.epoch != 0 || r.fe.refreshes() != 0 {
+		t.Fatalf("committed %d@%d with %d refreshes; want 30 at epoch 0 and no refresh", store.cursor, store.epoch, r.fe.refreshes())
 	}
 }
