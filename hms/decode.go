@@ -70,6 +70,11 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "invalid message", Err: err}
 	}
 	for i := range descs {
+		// Checked before normalising: lower-casing turns invalid bytes into
+		// U+FFFD, which would name another object than the metastore's.
+		if err := checkUTF8Names(&descs[i]); err != nil {
+			return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "invalid name", Err: err}
+		}
 		normaliseNames(&descs[i])
 	}
 	return descs, nil
