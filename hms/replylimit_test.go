@@ -121,7 +121,9 @@ func TestAnnouncedMapAndSetSizesAreCapped(t *testing.T) {
 		kind  string
 		write func(ctx context.Context, p thrift.TProtocol)
 	}{
-		{"map", func(ctx context.Context, p thrift.TProtocol) { _ = p.WriteMapBegin(ctx, thrift.STRING, thrift.STRING, 1<<28) }},
+		{"map", func(ctx context.Context, p thrift.TProtocol) {
+			_ = p.WriteMapBegin(ctx, thrift.STRING, thrift.STRING, 1<<28)
+		}},
 		{"set", func(ctx context.Context, p thrift.TProtocol) { _ = p.WriteSetBegin(ctx, thrift.STRING, 1<<28) }},
 	} {
 		uri := craftedMetastore(t, func(ctx context.Context, p thrift.TProtocol) {
