@@ -70,7 +70,8 @@ type catalogConfig struct {
 }
 
 type httpConfig struct {
-	Listen string `yaml:"listen"`
+	Listen              string `yaml:"listen"`
+	AllowRemoteLogLevel bool   `yaml:"allow_remote_log_level"`
 }
 
 type logConfig struct {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hmssync/hmssync/agent"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -110,7 +111,7 @@ func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	if err != nil {
 		return fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
 	}
-	hs := &http.Server{Handler: sc.Agent.Handler(&level), ReadHeaderTimeout: 10 * time.Second}
+	hs := agent.NewHTTPServer(sc.Agent.Handler(&agent.LogLevel{Level: &level, AllowRemote: cfg.HTTP.AllowRemoteLogLevel}))
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", zap.Error(err))
