@@ -121,22 +121,16 @@ func defaultConfig() sidecarConfig {
 	}
 }
 
-// defaultCatalog fills the unset keys of one catalog.
-func defaultCatalog(c *catalogConfig) {
-	if len(c.HMSURIs) == 0 {
-		c.HMSURIs = []string{"thrift://127.0.0.1:9083"}
-	}
-	if c.HMSCatalog == "" {
-		c.HMSCatalog = "hive"
-	}
-	if c.HMSTimeout == 0 {
-		c.HMSTimeout = 30 * time.Second
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 1000
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
+// catalogDefaults is a catalog before its keys are read (so that a key given
+// as 0 or empty is the operator's value, and validated, not a default).
+func catalogDefaults(name string) catalogConfig {
+	return catalogConfig{
+		Name:         name,
+		HMSURIs:      []string{"thrift://127.0.0.1:9083"},
+		HMSCatalog:   "hive",
+		HMSTimeout:   30 * time.Second,
+		BatchSize:    1000,
+		PollInterval: time.Second,
 	}
 }
 
@@ -187,13 +181,10 @@ func loadConfig(src configSources) (sidecarConfig, secrets, error) {
 		cfg.Member = defaultMember()
 	}
 	if len(cfg.Catalogs) == 0 {
-		cfg.Catalogs = []catalogConfig{{Name: "hive"}}
+		cfg.Catalogs = []catalogConfig{catalogDefaults("hive")} // catalogs from the file got theirs as they were read
 	}
 	if len(src.HMSURIs) > 0 {
 		cfg.Catalogs[0].HMSURIs = src.HMSURIs
-	}
-	for i := range cfg.Catalogs {
-		defaultCatalog(&cfg.Catalogs[i])
 	}
 	if err := cfg.validate(); err != nil {
 		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))

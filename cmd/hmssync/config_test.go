@@ -180,9 +180,20 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		{"scope", "fe: {scope: everyone}", nil, []string{"fe.scope", `"everyone"`, "auto"}},
 		{"unknown key", "fe: {passwd: x}", nil, []string{"fe.passwd", "unknown key", "password_file"}},
 		{"batch size text", "catalogs: [{name: a}, {name: b, batch_size: lots}]", nil, []string{"catalogs[1].batch_size", `"lots"`, "whole number"}},
-		{"batch size range", "catalogs: [{name: a, batch_size: 0}]", nil, []string{}}, // 0 means default: valid
+		// An explicit 0 is the operator's value, not "use the default".
+		{"batch size zero", "catalogs: [{name: a, batch_size: 0}]", nil, []string{"catalogs[0].batch_size", "= 0", "1 to 100000"}},
+		{"poll interval zero", "catalogs: [{name: a, poll_interval: 0s}]", nil, []string{"catalogs[0].poll_interval", "0s", "10ms to 1h"}},
+		{"hms timeout zero", "catalogs: [{name: a, hms_timeout: 0}]", nil, []string{"catalogs[0].hms_timeout", "0s", "1ms to 10m"}},
+		{"hms uris empty", "catalogs: [{name: a, hms_uris: []}]", nil, []string{"catalogs[0].hms_uris", "at least one"}},
+		{"catalog defaults kept", "catalogs: [{name: a}, {name: b, batch_size: 5}]", nil, []string{}}, // valid
+		{"duplicate key", "fe:\n  timeout: 5s\n  timeout: 10s\n", nil, []string{"fe.timeout", "line 3", "duplicate key", "line 2"}},
+		{"duplicate top-level key", "cluster: a\ncluster: b\n", nil, []string{"cluster (line 2)", "duplicate key"}},
+		{"duplicate catalog key", "catalogs:\n- name: a\n  batch_size: 5\n  batch_size: 6\n", nil, []string{"catalogs[0].batch_size", "duplicate key"}},
+		{"prefix with a space", "etcd: {prefix: '/hms sync'}", nil, []string{"etcd.prefix", `"/hms sync"`, "segments of letters"}},
+		{"prefix with a newline", "etcd: {prefix: \"/hms\\nsync\"}", nil, []string{"etcd.prefix", `"/hms\nsync"`}},
+		{"catalogs differing in case", "catalogs: [{name: Hive}, {name: hive}]", nil, []string{"catalogs[1].name", `"hive"`, `catalogs[0] is "Hive"`}},
 		{"batch size negative", "catalogs: [{name: a, batch_size: -5}]", nil, []string{"catalogs[0].batch_size", "-5", "1 to 100000"}},
-		{"duplicate catalog", "catalogs: [{name: a}, {name: a}]", nil, []string{"catalogs[1].name", `"a"`, "catalogs[0] has it too"}},
+		{"duplicate catalog", "catalogs: [{name: a}, {name: a}]", nil, []string{"catalogs[1].name", `"a"`, `catalogs[0] is "a"`}},
 		{"hms uri", "catalogs: [{name: a, hms_uris: ['http://hms:9083']}]", nil, []string{"catalogs[0].hms_uris[0]", "http://hms:9083", "thrift://host:port"}},
 		{"regex", "catalogs: [{name: a, include: ['sales\\.(']}]", nil, []string{"catalogs[0].include[0]", "regular expression"}},
 		{"poll interval", "catalogs: [{name: a, poll_interval: 1ms}]", nil, []string{"catalogs[0].poll_interval", "1ms", "10ms to 1h"}},

@@ -10,12 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hmssync/hmssync/internal/names"
 )
 
-var (
-	nameRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	eventTypeRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-)
+var eventTypeRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
 // validate checks every value and the timing invariants, and reports all problems
 // at once, each naming the key, the bad value and what is allowed.
@@ -25,13 +24,16 @@ func (c *sidecarConfig) validate() error {
 		errs = append(errs, fmt.Errorf("%s = %s: %s", key, show(val), want))
 	}
 
-	if !nameRe.MatchString(c.Cluster) || len(c.Cluster) > 128 {
-		bad("cluster", c.Cluster, "want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	named := func(key string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s = %w", key, err))
+		}
 	}
+	named("cluster", names.Cluster(c.Cluster))
 	if c.Member == "" {
 		bad("member", c.Member, "want a member name; it defaults to $POD_NAME, else the hostname, and neither is available")
-	} else if !nameRe.MatchString(c.Member) || len(c.Member) > 128 {
-		bad("member", c.Member, "want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	} else {
+		named("member", names.Member(c.Member))
 	}
 
 	// etcd
@@ -54,9 +56,7 @@ func (c *sidecarConfig) validate() error {
 	} else if _, _, err := net.SplitHostPort(e.EmbeddedListen); err != nil {
 		bad("etcd.embedded_listen", e.EmbeddedListen, "want host:port, e.g. 127.0.0.1:2379")
 	}
-	if !strings.HasPrefix(e.Prefix, "/") || strings.HasSuffix(e.Prefix, "/") || strings.Contains(e.Prefix, "//") {
-		bad("etcd.prefix", e.Prefix, "want a key prefix starting with '/' and not ending with '/', e.g. /hmssync")
-	}
+	named("etcd.prefix", names.Prefix(e.Prefix))
 	if e.LeaseTTL < 2*time.Second || e.LeaseTTL > 5*time.Minute || e.LeaseTTL%time.Second != 0 {
 		bad("etcd.lease_ttl", e.LeaseTTL, "want a whole number of seconds from 2s to 5m (etcd leases count seconds)")
 	}
@@ -115,15 +115,18 @@ func (c *sidecarConfig) validate() error {
 	if len(c.Catalogs) == 0 {
 		bad("catalogs", "[]", "want at least one catalog")
 	}
-	names := map[string]int{}
 	for i, cat := range c.Catalogs {
 		k := func(s string) string { return fmt.Sprintf("catalogs[%d].%s", i, s) }
-		if !nameRe.MatchString(cat.Name) || len(cat.Name) > 128 {
-			bad(k("name"), cat.Name, "want the FE catalog's name: 1-128 letters, digits, '.', '_' or '-'")
-		} else if j, dup := names[cat.Name]; dup {
-			bad(k("name"), cat.Name, fmt.Sprintf("want a unique name; catalogs[%d] has it too", j))
+		if err := names.Catalog(cat.Name); err != nil {
+			named(k("name"), err)
+		} else {
+			for j := range i {
+				if names.SameCatalog(c.Catalogs[j].Name, cat.Name) {
+					bad(k("name"), cat.Name, fmt.Sprintf("want a unique name; catalogs[%d] is %q, the same catalog (names are compared without regard to case, as Doris does)", j, c.Catalogs[j].Name))
+					break
+				}
+			}
 		}
-		names[cat.Name] = i
 		if len(cat.HMSURIs) == 0 {
 			bad(k("hms_uris"), cat.HMSURIs, "want at least one thrift://host:port")
 		}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/internal/names"
 )
 
 // etcdClientConfig is what newEtcdClient needs. The operator commands fill it
@@ -176,6 +177,12 @@ func etcdTargetFromFlags(c *cli.Context) (etcdTarget, error) {
 	cluster := c.String("cluster")
 	if cluster == "" {
 		return etcdTarget{}, errors.New("no cluster given: set --cluster or HMSSYNC_CLUSTER (it names the etcd subtree <prefix>/<cluster>)")
+	}
+	if err := names.Cluster(cluster); err != nil {
+		return etcdTarget{}, fmt.Errorf("--cluster %w", err)
+	}
+	if err := names.Prefix(c.String("etcd-prefix")); err != nil {
+		return etcdTarget{}, fmt.Errorf("--etcd-prefix %w", err)
 	}
 	if _, err := cursorstore.ClusterPrefix(c.String("etcd-prefix"), cluster); err != nil {
 		return etcdTarget{}, err
