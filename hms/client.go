@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/internal/redact"
 )
 
 // ClientConfig configures a Client.
@@ -97,8 +98,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return &Client{cfg: cfg, addrs: addrs, uris: uris, log: log, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
-// ParseURI returns the host:port of a thrift://host:port URI.
+// ParseURI returns the host:port of a thrift://host:port URI. A URI with user
+// information is refused (and not repeated): a metastore URI carries no
+// credentials, and this URI is logged on every connect.
 func ParseURI(uri string) (string, error) {
+	if redact.HasUserInfo(uri) {
+		return "", fmt.Errorf("metastore URI %q: want no user information in the URI (the metastore user is hms_user; passwords belong in files)", redact.URL(uri))
+	}
 	u, err := url.Parse(strings.TrimSpace(uri))
 	if err != nil || u.Scheme != "thrift" || u.Host == "" {
 		return "", fmt.Errorf("metastore URI %q: want thrift://host:port", uri)

@@ -90,6 +90,9 @@ type retryConfig struct {
 type secrets struct {
 	FEPassword   string
 	EtcdPassword string
+	// Warnings about where they came from (a file others may read), for the
+	// log once there is one.
+	Warnings []string
 }
 
 // defaultConfig is the configuration before the file, the environment and the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hmssync/hmssync/internal/names"
+	"github.com/hmssync/hmssync/internal/redact"
 )
 
 var eventTypeRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
@@ -46,11 +47,15 @@ func (c *sidecarConfig) validate() error {
 		for i, ep := range e.Endpoints {
 			u, err := url.Parse(ep)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" || u.User != nil {
-				bad(fmt.Sprintf("etcd.endpoints[%d]", i), ep, "want http://host:port or https://host:port, without user information")
+				want := "want http://host:port or https://host:port"
+				if redact.HasUserInfo(ep) {
+					want = "want no user information in the URL: use etcd.username and etcd.password_file or HMSSYNC_ETCD_PASSWORD"
+				}
+				bad(fmt.Sprintf("etcd.endpoints[%d]", i), redact.URL(ep), want)
 				continue
 			}
 			if tlsSet && u.Scheme != "https" {
-				bad(fmt.Sprintf("etcd.endpoints[%d]", i), ep, "etcd.tls is set: want an https:// endpoint")
+				bad(fmt.Sprintf("etcd.endpoints[%d]", i), redact.URL(ep), "etcd.tls is set: want an https:// endpoint")
 			}
 		}
 	} else if _, _, err := net.SplitHostPort(e.EmbeddedListen); err != nil {
@@ -81,10 +86,10 @@ func (c *sidecarConfig) validate() error {
 
 	// FE
 	f := c.FE
-	if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if redact.HasUserInfo(f.URL) {
+		bad("fe.url", redact.URL(f.URL), "want no user information in the URL: use fe.user and fe.password_file or HMSSYNC_FE_PASSWORD")
+	} else if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("fe.url", f.URL, "want http://host:port or https://host:port")
-	} else if u.User != nil {
-		bad("fe.url", redactedURL(u), "want no user information in the URL: use fe.user and fe.password_file or HMSSYNC_FE_PASSWORD")
 	} else if u.RawQuery != "" || (u.Path != "" && u.Path != "/") {
 		bad("fe.url", f.URL, "want the FE's base URL without a path or query, e.g. http://127.0.0.1:8030")
 	}
@@ -131,6 +136,11 @@ func (c *sidecarConfig) validate() error {
 			bad(k("hms_uris"), cat.HMSURIs, "want at least one thrift://host:port")
 		}
 		for j, uri := range cat.HMSURIs {
+			if redact.HasUserInfo(uri) {
+				bad(fmt.Sprintf("catalogs[%d].hms_uris[%d]", i, j), redact.URL(uri),
+					"want no user information in the URI: a metastore URI carries no credentials; the user is catalogs[].hms_user, and passwords belong in files (fe.password_file, etcd.password_file), never in URLs")
+				continue
+			}
 			u, err := url.Parse(uri)
 			if err != nil || u.Scheme != "thrift" || u.Hostname() == "" || u.Port() == "" {
 				bad(fmt.Sprintf("catalogs[%d].hms_uris[%d]", i, j), uri, "want thrift://host:port, e.g. thrift://hms:9083")
@@ -225,26 +235,18 @@ func show(v any) string {
 	}
 }
 
-func redactedURL(u *url.URL) string {
-	c := *u
-	c.User = url.User("REDACTED")
-	return c.String()
-}
-
-// readSecrets reads the passwords from their files, else from the environment.
+// readSecrets reads the passwords (readPassword: the file, else the
+// environment), and keeps the warnings about them for the logger.
 func readSecrets(c *sidecarConfig, getenv func(string) string) (secrets, error) {
 	var s secrets
 	var errs []error
 	read := func(file, env, key string) string {
-		if file != "" {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s = %q: want a readable file: %w", key, file, err))
-				return ""
-			}
-			return strings.TrimRight(string(b), "\r\n")
+		pw, warns, err := readPassword(file, key, env, getenv)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		return getenv(env)
+		s.Warnings = append(s.Warnings, warns...)
+		return pw
 	}
 	s.FEPassword = read(c.FE.PasswordFile, "HMSSYNC_FE_PASSWORD", "fe.password_file")
 	s.EtcdPassword = read(c.Etcd.PasswordFile, "HMSSYNC_ETCD_PASSWORD", "etcd.password_file")

@@ -101,8 +101,9 @@ func TestPasswordComesFromEnvOrFile(t *testing.T) {
 	if err := app.Run([]string{"hmssync", "status", "--cluster", "c", "--etcd-username", "u", "--etcd-password-file", pw}); err != nil {
 		t.Fatal(err)
 	}
-	if got.Client.Password != "fromenv" {
-		t.Fatalf("env password not preferred: %q", got.Client.Password)
+	// As in run (TestPasswordFileWinsAndIsTrimmed): a configured file wins.
+	if got.Client.Password != "s3cret" {
+		t.Fatalf("with both the file and HMSSYNC_ETCD_PASSWORD set: password %q, want the file's, as run reads it", got.Client.Password)
 	}
 }
 

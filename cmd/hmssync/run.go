@@ -66,6 +66,9 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 				return err
 			}
 			if c.Bool("check-config") {
+				for _, w := range sec.Warnings {
+					fmt.Fprintln(c.App.ErrWriter, "warning:", w)
+				}
 				out, err := yaml.Marshal(cfg)
 				if err != nil {
 					return err
@@ -78,6 +81,9 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 				return err
 			}
 			defer func() { _ = log.Sync() }()
+			for _, w := range sec.Warnings {
+				log.Warn(w)
+			}
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			return runSidecarProcess(ctx, cfg, sec, log, level)
