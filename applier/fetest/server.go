@@ -7,6 +7,7 @@ package fetest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -31,6 +32,9 @@ type Options struct {
 	Loader func(ctx context.Context, catalog string) (Truth, error)
 	// Logger logs every request at debug; nil logs nothing.
 	Logger *zap.Logger
+	// TLS, when set, serves HTTPS with it (its Certificates, and ClientCAs
+	// with ClientAuth to require client certificates); URL is then https://.
+	TLS *tls.Config
 }
 
 // Server is one fake FE endpoint. In a Cluster several share one cache model.
@@ -45,6 +49,7 @@ type Server struct {
 	log     *zap.Logger
 	faults  faults
 	handler http.Handler
+	tls     *tls.Config
 
 	inflight atomic.Int64
 	overlaps atomic.Int64
@@ -78,7 +83,7 @@ func ListenServer(addr string, o Options) (*Server, error) {
 }
 
 func listen(addr string, o Options, m *model) (*Server, error) {
-	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, closing: make(chan struct{})}
+	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, tls: o.TLS, closing: make(chan struct{})}
 	if s.user == "" {
 		s.user = "root"
 	}
@@ -117,6 +122,12 @@ func (s *Server) Up() error {
 	if s.URL == "" { // first listen; afterwards the address is fixed
 		s.addr = ln.Addr().String()
 		s.URL = "http://" + s.addr
+		if s.tls != nil {
+			s.URL = "https://" + s.addr
+		}
+	}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
 	}
 	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})

@@ -35,6 +35,9 @@ type etcdConfig struct {
 	TLS            tlsConfig     `yaml:"tls"`
 	EmbeddedDir    string        `yaml:"embedded_dir"`
 	EmbeddedListen string        `yaml:"embedded_listen"`
+	// EmbeddedUnsafeRemote allows a non-loopback embedded_listen: the embedded
+	// etcd has neither TLS nor authentication.
+	EmbeddedUnsafeRemote bool `yaml:"embedded_listen_unsafe_allow_remote"`
 }
 
 type tlsConfig struct {
@@ -52,6 +55,7 @@ type feConfig struct {
 	Scope          string        `yaml:"scope"`
 	HealthInterval time.Duration `yaml:"health_interval"`
 	UnhealthyGrace time.Duration `yaml:"unhealthy_grace"`
+	TLS            feTLSConfig   `yaml:"tls"`
 }
 
 type catalogConfig struct {
@@ -196,6 +200,7 @@ func loadConfig(src configSources) (sidecarConfig, secrets, error) {
 	if err != nil {
 		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
 	}
+	sec.Warnings = append(sec.Warnings, cfg.plainTextWarnings(sec)...)
 	return cfg, sec, nil
 }
 

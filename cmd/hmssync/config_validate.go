@@ -58,8 +58,11 @@ func (c *sidecarConfig) validate() error {
 				bad(fmt.Sprintf("etcd.endpoints[%d]", i), redact.URL(ep), "etcd.tls is set: want an https:// endpoint")
 			}
 		}
-	} else if _, _, err := net.SplitHostPort(e.EmbeddedListen); err != nil {
+	} else if host, _, err := net.SplitHostPort(e.EmbeddedListen); err != nil {
 		bad("etcd.embedded_listen", e.EmbeddedListen, "want host:port, e.g. 127.0.0.1:2379")
+	} else if !isLoopbackHost(host) && !e.EmbeddedUnsafeRemote {
+		bad("etcd.embedded_listen", e.EmbeddedListen, "want a loopback address such as 127.0.0.1:2379: the embedded etcd has no TLS and no authentication, so anyone who reaches it can rewrite the cursors; "+
+			"set etcd.embedded_listen_unsafe_allow_remote: true to listen there anyway")
 	}
 	named("etcd.prefix", names.Prefix(e.Prefix))
 	if e.LeaseTTL < 2*time.Second || e.LeaseTTL > 5*time.Minute || e.LeaseTTL%time.Second != 0 {
@@ -92,6 +95,11 @@ func (c *sidecarConfig) validate() error {
 		bad("fe.url", f.URL, "want http://host:port or https://host:port")
 	} else if u.RawQuery != "" || (u.Path != "" && u.Path != "/") {
 		bad("fe.url", f.URL, "want the FE's base URL without a path or query, e.g. http://127.0.0.1:8030")
+	}
+	if _, err := url.Parse(f.URL); err == nil {
+		if _, err := feHTTPClient(f); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	switch f.Dialect {
 	case "doris", "native", "log":
@@ -209,6 +217,39 @@ func (c *sidecarConfig) validate() error {
 		bad("shutdown_timeout", c.ShutdownTimeout, "want a duration from 1s to 5m")
 	}
 	return errors.Join(errs...)
+}
+
+// plainTextWarnings warns about secrets that would travel unencrypted to
+// another host: FE basic auth over http://, an etcd password over http://.
+func (c *sidecarConfig) plainTextWarnings(sec secrets) []string {
+	var warns []string
+	if u, err := url.Parse(c.FE.URL); err == nil && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) && c.FE.Dialect != "log" && (sec.FEPassword != "" || c.FE.Dialect == "doris") {
+		warns = append(warns, fmt.Sprintf("fe.url %s is plain http:// to a host that is not loopback: the FE user and password travel unencrypted; use https:// with fe.tls, or run beside the FE on 127.0.0.1", redact.URL(c.FE.URL)))
+	}
+	if c.Etcd.EmbeddedDir == "" && c.Etcd.Username != "" {
+		for _, ep := range c.Etcd.Endpoints {
+			if u, err := url.Parse(ep); err == nil && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+				warns = append(warns, fmt.Sprintf("etcd.endpoints %s is plain http:// to a host that is not loopback: the etcd password travels unencrypted; use https:// with etcd.tls", redact.URL(ep)))
+			}
+		}
+	}
+	if c.FE.TLS.InsecureSkipVerify {
+		warns = append(warns, "fe.tls.insecure_skip_verify is on: the FE's certificate is not checked, so anyone on the path can pose as the FE and read its password; use it for testing only")
+	}
+	if c.Etcd.EmbeddedUnsafeRemote {
+		warns = append(warns, "etcd.embedded_listen_unsafe_allow_remote is on: the embedded etcd at "+c.Etcd.EmbeddedListen+" accepts anyone who reaches it, without TLS or authentication")
+	}
+	return warns
+}
+
+// isLoopbackHost reports whether host (a name or an address) is this machine
+// only: "localhost" or a loopback IP. "" (every interface) is not.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // compileFull compiles a pattern that must match the whole subject.
