@@ -122,9 +122,9 @@ func TestAnnouncedMapAndSetSizesAreCapped(t *testing.T) {
 		write func(ctx context.Context, p thrift.TProtocol)
 	}{
 		{"map", func(ctx context.Context, p thrift.TProtocol) {
-			_ = p.WriteMapBegin(ctx, thrift.STRING, thrift.STRING, 1<<28)
+			_ = p.WriteMapBegin(ctx, thrift.STRING, thrift.STRING, 1<<23)
 		}},
-		{"set", func(ctx context.Context, p thrift.TProtocol) { _ = p.WriteSetBegin(ctx, thrift.STRING, 1<<28) }},
+		{"set", func(ctx context.Context, p thrift.TProtocol) { _ = p.WriteSetBegin(ctx, thrift.STRING, 1<<23) }},
 	} {
 		uri := craftedMetastore(t, func(ctx context.Context, p thrift.TProtocol) {
 			// An unknown field (id 9) of the result: the client skips it.
@@ -133,8 +133,8 @@ func TestAnnouncedMapAndSetSizesAreCapped(t *testing.T) {
 		})
 		cl := newClient(t, hms.ClientConfig{URIs: []string{uri}})
 		_, err := cl.CurrentEventID(ctxT(t))
-		if err == nil || !strings.Contains(err.Error(), "a "+c.kind+" of 268435456 elements") {
-			t.Errorf("%s of 2^28 elements: %v; want it refused by its size", c.kind, err)
+		if err == nil || !strings.Contains(err.Error(), "a "+c.kind+" of 8388608 elements") {
+			t.Errorf("%s of 2^23 elements: %v; want it refused by its size", c.kind, err)
 		}
 	}
 }
