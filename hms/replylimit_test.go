@@ -15,7 +15,9 @@ import (
 
 // craftedMetastore answers every call on loopback with what reply writes after
 // the reply's message header: a hostile metastore, below the generated code.
-func craftedMetastore(t *testing.T, reply func(ctx context.Context, p thrift.TProtocol)) string {
+// closeAfter closes the connection after each reply (so that a client reading
+// a truncated reply sees its end at once rather than waiting for its deadline).
+func craftedMetastore(t testing.TB, closeAfter bool, reply func(ctx context.Context, p thrift.TProtocol)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,7 +46,7 @@ func craftedMetastore(t *testing.T, reply func(ctx context.Context, p thrift.TPr
 					}
 					_ = p.WriteMessageBegin(ctx, name, thrift.REPLY, seq)
 					reply(ctx, p)
-					if p.Flush(ctx) != nil {
+					if p.Flush(ctx) != nil || closeAfter {
 						return
 					}
 				}
@@ -67,7 +69,7 @@ func heapAllocated(fn func()) uint64 {
 // A reply of a few bytes announcing 2^30 events made the generated code
 // allocate 8 GiB at once (make([]*NotificationEvent, 0, size)).
 func TestAnnouncedListSizeIsCapped(t *testing.T) {
-	uri := craftedMetastore(t, func(ctx context.Context, p thrift.TProtocol) {
+	uri := craftedMetastore(t, false, func(ctx context.Context, p thrift.TProtocol) {
 		_ = p.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0)
 		_ = p.WriteFieldBegin(ctx, "events", thrift.LIST, 1)
 		_ = p.WriteListBegin(ctx, thrift.STRUCT, 1<<30)
@@ -87,7 +89,7 @@ func TestAnnouncedListSizeIsCapped(t *testing.T) {
 // each call now has a byte budget.
 func TestReplyBytesAreBudgeted(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
-	uri := craftedMetastore(t, func(ctx context.Context, p thrift.TProtocol) {
+	uri := craftedMetastore(t, false, func(ctx context.Context, p thrift.TProtocol) {
 		_ = p.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0)
 		_ = p.WriteFieldBegin(ctx, "events", thrift.LIST, 1)
 		_ = p.WriteListBegin(ctx, thrift.STRUCT, 8)
@@ -126,7 +128,7 @@ func TestAnnouncedMapAndSetSizesAreCapped(t *testing.T) {
 		}},
 		{"set", func(ctx context.Context, p thrift.TProtocol) { _ = p.WriteSetBegin(ctx, thrift.STRING, 1<<23) }},
 	} {
-		uri := craftedMetastore(t, func(ctx context.Context, p thrift.TProtocol) {
+		uri := craftedMetastore(t, false, func(ctx context.Context, p thrift.TProtocol) {
 			// An unknown field (id 9) of the result: the client skips it.
 			_ = p.WriteFieldBegin(ctx, "unknown", map[string]thrift.TType{"map": thrift.MAP, "set": thrift.SET}[c.kind], 9)
 			c.write(ctx, p)
