@@ -2,6 +2,7 @@ package hms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -30,6 +31,10 @@ const (
 	minEventElements = 64
 )
 
+// ErrReplyTooLarge is wrapped by the error of a call whose reply outgrew its
+// byte budget. NextEvents answers it by asking for fewer events.
+var ErrReplyTooLarge = errors.New("metastore reply larger than its byte budget")
+
 // replyLimit is what the current call may still read.
 type replyLimit struct {
 	method      string
@@ -48,7 +53,7 @@ func (l *replyLimit) take(n int) error {
 	l.bytesLeft -= int64(n)
 	if l.bytesLeft < 0 {
 		return thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT, fmt.Errorf(
-			"the reply to %s is larger than its %d-byte budget; if the metastore's events are that large, lower the catalog's batch_size", l.method, l.maxBytes))
+			"%w: the reply to %s is larger than %d bytes; if single events are that large, lower the catalog's batch_size", ErrReplyTooLarge, l.method, l.maxBytes))
 	}
 	return nil
 }

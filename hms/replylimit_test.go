@@ -2,6 +2,7 @@ package hms_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"runtime"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/hmstest"
 )
 
 // craftedMetastore answers every call on loopback with what reply writes after
@@ -105,7 +107,7 @@ func TestReplyBytesAreBudgeted(t *testing.T) {
 	})
 	c := newClient(t, hms.ClientConfig{URIs: []string{uri}, MaxReplyBytes: 4 << 20})
 	_, err := c.NextEvents(ctxT(t), 0, 8, nil)
-	if err == nil || !strings.Contains(err.Error(), "4194304-byte budget") || !strings.Contains(err.Error(), "batch_size") {
+	if err == nil || !errors.Is(err, hms.ErrReplyTooLarge) || !strings.Contains(err.Error(), "larger than 4194304 bytes") || !strings.Contains(err.Error(), "batch_size") {
 		t.Fatalf("NextEvents of 8 MiB with a 4 MiB budget: %v; want the budget named, and what to do", err)
 	}
 	// The same reply within a larger budget is read whole: the budget is what
@@ -138,5 +140,28 @@ func TestAnnouncedMapAndSetSizesAreCapped(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "a "+c.kind+" of 8388608 elements") {
 			t.Errorf("%s of 2^23 elements: %v; want it refused by its size", c.kind, err)
 		}
+	}
+}
+
+// A batch of large events beyond the budget is not refused for ever: it is
+// asked for again with fewer events, and the backlog drains.
+func TestOversizedBatchIsReadInSmallerBatches(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	big := strings.Repeat("x", 1<<20)
+	for range 8 {
+		s.Append(hms.Event{Type: "INSERT", Message: big, Format: hms.FormatJSON})
+	}
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}, MaxReplyBytes: 3 << 20})
+	var got int64
+	for got < 8 {
+		f, err := c.NextEvents(ctxT(t), got, 8, nil)
+		if err != nil {
+			t.Fatalf("NextEvents after %d: %v", got, err)
+		}
+		if len(f.Events) == 0 || len(f.Events) > 2 {
+			t.Fatalf("NextEvents after %d with a 3 MiB budget: %d events of 1 MiB; want 1 or 2", got, len(f.Events))
+		}
+		got = f.Last
 	}
 }
