@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/hmstest"
 )
 
 // An event type that is not valid UTF-8 made the Prometheus client panic when
@@ -62,4 +63,23 @@ func TestInvalidUTF8NameSelfHeals(t *testing.T) {
 			t.Errorf("%s: no self_heal full refresh counted", x.name)
 		}
 	}
+}
+
+// A metastore's exception message is the metastore's to choose, megabytes
+// included; the last error a member keeps for /status and publishes in etcd
+// (whose values are capped) stays short.
+func TestHugeMetastoreErrorIsShortInStatus(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	m := h.startConverged()
+	h.hms.InjectFault("get_next_notification", hmstest.Fault{Err: "boom " + strings.Repeat("x", 1<<20)})
+	h.churn(1)
+	await(t, converge, "the master records the metastore's error", func() (bool, string) {
+		e := m.catalogStatus().LastError
+		return strings.Contains(e, "boom"), fmt.Sprintf("last error %.100q", e)
+	})
+	if e := m.catalogStatus().LastError; len(e) > 2100 {
+		t.Errorf("the last error in /status is %d bytes; want at most about 2 KiB", len(e))
+	}
+	h.hms.ClearFaults()
+	h.awaitConverged(converge)
 }

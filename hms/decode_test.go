@@ -366,3 +366,13 @@ func truncatedGzip(t *testing.T, msg string) string {
 	b, _ := base64.StdEncoding.DecodeString(gzipMessage(t, msg))
 	return base64.StdEncoding.EncodeToString(b[:len(b)-6])
 }
+
+// A decode error quotes what the message holds; from a hostile message that can
+// be megabytes, so its text is bounded (it is logged and shown in /status).
+func TestDecodeErrorTextIsBounded(t *testing.T) {
+	ev := Event{ID: 77, Type: "CREATE_TABLE", Format: "x" + strings.Repeat("y", 1<<20), Message: "{}"}
+	_, err := Decoder{}.Decode(ev)
+	if err == nil || len(err.Error()) > 1200 || !strings.HasPrefix(err.Error(), "event 77 (CREATE_TABLE)") {
+		t.Fatalf("decode error of %d bytes: %.200q; want at most about 1 KiB, naming the event", len(err.Error()), err)
+	}
+}
