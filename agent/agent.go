@@ -70,6 +70,9 @@ func New(cfg Config) (*Agent, error) {
 			Help: "Times an etcd watch of this member (master cursors, pause key) was re-established: compaction, lost etcd leader, broken stream, or no answer from etcd within the freshness bound.",
 		}, func() float64 { return float64(wr.WatchRestarts()) }))
 	}
+	if ow, ok := cfg.Status.(interface{ ObserveWrites(func(error)) }); ok {
+		ow.ObserveWrites(a.m.observeStatusPublish)
+	}
 	for _, c := range cfg.Catalogs {
 		a.loops = append(a.loops, newCatalogLoop(a, c))
 	}
@@ -160,7 +163,7 @@ func (a *Agent) trackRole(ctx context.Context) {
 			if master {
 				a.log.Info("became master")
 			} else {
-				a.log.Info("no longer master", zap.String("leader", a.cfg.Elector.Leader()))
+				a.log.Info("no longer master", zap.String("leader", leaderName(a.cfg.Elector.Leader(), a.cfg.Member)))
 			}
 			was = master
 		}
@@ -228,4 +231,13 @@ func (a *Agent) refreshLag(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// leaderName is what the logs say about the leader seen by a member that is not
+// master: never the member itself (a value from before its own term ended).
+func leaderName(leader, self string) string {
+	if leader == "" || leader == self {
+		return "unknown yet"
+	}
+	return leader
 }

@@ -29,6 +29,13 @@ type catalogLoop struct {
 	own       int64
 	ownLoaded bool
 	ownDirty  bool // own not yet written to etcd
+	// ownEpoch is the lineage own belongs to (SPEC §2a): a member applies
+	// from own only while the committed epoch is the same.
+	ownEpoch int64
+	// feSent is the to_event_id of the last batch this member applied to
+	// its FE (its durable cursor after a restart; -1 none): an FE reporting
+	// less lost what it was sent (checkFEApplied).
+	feSent int64
 	// refreshReason says why own is -1, for the full-refresh metric and log.
 	refreshReason string
 	// resetRev is the revision of the last operator reset (master cursor -1)
@@ -42,8 +49,8 @@ type catalogLoop struct {
 	haveLastSeen bool
 	lastSeenTerm election.Token
 
-	// stepStart is when the current step began (unix nanoseconds; 0 while
-	// waiting), for /livez.
+	// stepStart is when the current step began or last completed an external
+	// call (unix nanoseconds; 0 while waiting), for /livez (liveness.go).
 	stepStart atomic.Int64
 
 	mu sync.Mutex
@@ -59,8 +66,14 @@ type catalogState struct {
 	lastErrAt               time.Time
 	failing                 bool // the last step failed
 	authFailing             bool
+	configFailing           bool // the FE answered as no configured FE should
 	fullRefreshes, selfHeal int
 	lastAppliedAt           time.Time
+	// epoch is own's lineage, masterEpoch the committed one (-1 unknown).
+	epoch, masterEpoch int64
+	// feApplied is what the FE last reported as applied (AppliedReporter
+	// only; -2: never asked).
+	feApplied int64
 	// paused: the loop, as master, found the pause key at the top of a cycle
 	// and has not started a step since. The pause watch seeing the key is not
 	// enough to say that the master stopped: a cycle already running still
@@ -84,10 +97,10 @@ var errLostLeadership = errors.New("mastership lost")
 func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	log := a.log.With(zap.String("catalog", cat.Name))
 	l := &catalogLoop{
-		a: a, cat: cat, log: log, own: -1, refreshReason: "initial",
+		a: a, cat: cat, log: log, own: -1, feSent: -1, refreshReason: "initial",
 		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
 	}
-	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1}
+	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
 	a.m.feStatements.WithLabelValues(cat.Name, "ok") // the series exists before the first request
 	a.m.masterCursor.WithLabelValues(cat.Name).Set(-1)
@@ -134,7 +147,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			waitAny(ctx, nil, roleChanged, cursorMoved)
 		case paused:
 			l.setPaused(true)
-			waitAny(ctx, nil, roleChanged, pauseChanged)
+			waitAny(ctx, l.pauseRecheck(), roleChanged, pauseChanged)
 		}
 	}
 }
@@ -163,8 +176,8 @@ func (l *catalogLoop) loadOwn(ctx context.Context) error {
 	}
 	l.ownLoaded = true
 	if c.Exists && c.Value >= 0 {
-		l.own = c.Value
-		l.log.Info("resuming from this member's durable cursor", zap.Int64("cursor", c.Value))
+		l.own, l.ownEpoch, l.feSent = c.Value, c.Epoch, c.Value
+		l.log.Info("resuming from this member's durable cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch))
 	} else {
 		l.own = -1
 		l.refreshReason = "initial"
@@ -184,8 +197,8 @@ func (l *catalogLoop) persistOwn(ctx context.Context) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := l.a.cfg.Store.PutMemberCursor(ctx, l.a.cfg.Member, l.cat.Name, l.own); err != nil {
-		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", l.own), zap.Error(err))
+	if err := l.a.cfg.Store.PutMemberCursor(ctx, l.a.cfg.Member, l.cat.Name, l.own, l.ownEpoch); err != nil {
+		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", l.own), zap.Int64("epoch", l.ownEpoch), zap.Error(err))
 		return
 	}
 	l.ownDirty = false
@@ -194,8 +207,14 @@ func (l *catalogLoop) persistOwn(ctx context.Context) {
 // observeOperatorReset notices an operator's `cursor reset` (the master cursor set
 // to -1): every member full-refreshes once.
 func (l *catalogLoop) observeOperatorReset() {
-	m, known := l.watch.latest()
-	if !known || !m.Exists || m.Value != -1 || m.Rev == l.resetRev {
+	if m, known := l.watch.latest(); known {
+		l.noticeOperatorReset(m)
+	}
+}
+
+// noticeOperatorReset full-refreshes once for the reset m shows, if it is one.
+func (l *catalogLoop) noticeOperatorReset(m cursorstore.Cursor) {
+	if !m.Exists || m.Value != -1 || m.Rev == l.resetRev {
 		return
 	}
 	l.resetRev = m.Rev
@@ -218,8 +237,16 @@ func (l *catalogLoop) setOwn(v int64) {
 	l.a.m.cursor.WithLabelValues(l.cat.Name).Set(float64(v))
 	l.mu.Lock()
 	l.st.own = v
+	l.st.epoch = l.ownEpoch
 	l.mu.Unlock()
 	l.updateLag()
+}
+
+// setOwnIn moves this member's cursor into lineage epoch (after a full
+// refresh, or adopting an operator's value).
+func (l *catalogLoop) setOwnIn(v, epoch int64) {
+	l.ownEpoch = epoch
+	l.setOwn(v)
 }
 
 // setPaused records whether the loop holds for the pause key (see catalogState).
@@ -254,6 +281,9 @@ func (l *catalogLoop) updateLag() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.st.master = cursorValue(m)
+	if m.Exists {
+		l.st.masterEpoch = m.Epoch
+	}
 	target := l.st.master
 	if master && l.st.hmsCurrent >= 0 {
 		target = l.st.hmsCurrent
@@ -326,7 +356,8 @@ func waitAny(ctx context.Context, timer *time.Timer, chans ...<-chan struct{}) {
 	}
 }
 
-// stuckFor reports how long the current step has been running (0 when waiting).
+// stuckFor reports how long the current step has gone without progress (0 when
+// waiting).
 func (l *catalogLoop) stuckFor(now time.Time) time.Duration {
 	s := l.stepStart.Load()
 	if s == 0 {

@@ -43,9 +43,11 @@ type Config struct {
 
 	// Retry bounds the waits after failures.
 	Retry Retry
-	// StuckAfter is how long one step (a fetch, an apply, a commit) may take
-	// before /livez reports the loop as stuck. It must exceed every per-call
-	// deadline. Zero: two minutes.
+	// StuckAfter is how long one external call of a step (a fetch, one FE
+	// statement or request, a commit) may take before /livez reports the loop
+	// as stuck; a step making many calls is measured from its last completed
+	// call, not from its start. It must exceed every per-call deadline. Zero:
+	// two minutes.
 	StuckAfter time.Duration
 
 	Logger *zap.Logger
@@ -74,8 +76,9 @@ type Retry struct {
 	// transient failures: an unreachable metastore, an FE timing out, etcd
 	// unavailable.
 	Initial, Max time.Duration
-	// AuthInterval is the slow retry after the FE refused our credentials: a
-	// configuration error that retrying quickly cannot fix.
+	// AuthInterval is the slow retry after the FE refused our credentials or
+	// answered as no configured FE should (applier.Auth, applier.Configuration):
+	// errors that retrying quickly cannot fix.
 	AuthInterval time.Duration
 }
 

@@ -102,6 +102,8 @@ func (h *FEHealth) check(ctx context.Context) {
 	switch {
 	case err != nil && isAuth(err):
 		h.log.Error("FE refused hmssync's credentials: check fe.user and the FE password (fe.password_file or HMSSYNC_FE_PASSWORD)", zap.Error(err))
+	case err != nil && applier.ClassOf(err) == applier.Configuration:
+		h.log.Error("FE check: the FE answered, but not as the configured FE should (check fe.url and fe.dialect)", zap.Error(err))
 	case err != nil && (was == nil || !wasChecked):
 		h.log.Warn("FE check failed: this member will not campaign for master", zap.Error(err))
 	case err == nil && (was != nil || !wasChecked):

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -12,29 +13,48 @@ import (
 // followerStep is one step of SPEC §2's follower: it only ever moves towards the
 // committed master cursor, never past it. The loop calls it again when the etcd
 // watch reports that the master cursor moved; there is no polling timer.
+//
+// The watch only wakes the follower: what it acts on is the master cursor read
+// from etcd at the start of the step. A value delivered by the watch may have
+// waited in its channel across a gap in this process's execution (a paused
+// process, a long apply), and a follower acting on it could take an old log's
+// cursor for the new log's.
 func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
-	m, known := l.watch.latest()
-	if !known || !m.Exists || m.Value < 0 {
+	if m, known := l.watch.latest(); !known || !m.Exists || m.Value < 0 {
 		// No master has committed yet (or an operator reset is in progress).
+		return waitMaster, nil
+	}
+	m, err := l.a.cfg.Store.MasterCursor(ctx, l.cat.Name)
+	if err != nil {
+		return 0, fmt.Errorf("read the master cursor from etcd: %w", err)
+	}
+	if !m.Exists || m.Value < 0 {
+		l.noticeOperatorReset(m)
 		return waitMaster, nil
 	}
 	target := m.Value
 	local := l.a.scope == applier.ScopeLocal
+	// A cursor of another epoch says nothing about this FE: the log it
+	// counted in was replaced, or an operator reset or lowered the cursor
+	// while this member was busy, stopped or restarting.
+	l.leaveStaleLineage(m)
 
 	switch {
 	case l.own == -1:
 		if err := l.fullRefresh(ctx, l.refreshReason, target, local); err != nil {
 			return 0, err
 		}
-		l.setOwn(target)
+		l.setOwnIn(target, m.Epoch)
 		return again, nil
 	case target == l.own:
 		l.updateLag()
 		return waitMaster, nil
 	case target < l.own:
-		// Ahead of the master: either this member applied beyond the commit
-		// when it was master, which is harmless and waits, or the metastore's
-		// log was reset and the master already moved the cursor down.
+		// Ahead of the master within the same lineage: this member applied
+		// beyond the commit when it was master, which is harmless and waits.
+		// A log reset comes with a new epoch; the metastore is still asked,
+		// for a master that has not committed one yet (or runs a version
+		// without epochs, during a rolling upgrade).
 		cur, err := l.currentEventID(ctx)
 		if err != nil {
 			return 0, err
@@ -58,12 +78,17 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		l.setOwn(target)
 		return again, nil
 	}
+	if moved, err := l.checkFEApplied(ctx); err != nil || moved {
+		return again, err
+	}
 
 	max := l.cat.BatchSize
 	if d := target - l.own; d < int64(max) {
 		max = int(d)
 	}
-	f, err := l.fetch(ctx, l.own, max)
+	// No skip list to the metastore: it would count only kept events
+	// towards max, and return events past the master cursor.
+	f, err := l.fetch(ctx, l.own, max, false)
 	if err != nil {
 		return 0, err
 	}
@@ -85,18 +110,17 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	for len(evs) > 0 && evs[len(evs)-1].ID > target {
 		evs = evs[:len(evs)-1]
 	}
-	if len(evs) == 0 {
-		// Nothing but skipped events up to the master cursor.
-		if err := l.applyEvents(ctx, nil, target, true); err != nil {
-			return 0, err
-		}
-		l.setOwn(target)
-		return again, nil
+	// Move past what was read, skipped events included, and no further:
+	// events that were not read may still be kept ones. Only a read that
+	// returned nothing at all (no event between this cursor and the master's
+	// exists any more in a log that still holds this cursor) jumps to it.
+	to := min(f.Last, target)
+	if f.Last <= l.own {
+		to = target
 	}
-	last := evs[len(evs)-1].ID
-	if err := l.applyEvents(ctx, evs, last, true); err != nil {
+	if err := l.applyEvents(ctx, evs, to, true); err != nil {
 		return 0, err
 	}
-	l.setOwn(last)
+	l.setOwn(to)
 	return again, nil
 }

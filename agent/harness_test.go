@@ -51,6 +51,7 @@ type harnessOpts struct {
 	leaseTTL time.Duration // default 2s
 	poll     time.Duration // default 50ms
 	batch    int           // default 20
+	skip     []string      // catalogs' skip_event_types
 }
 
 type harness struct {
@@ -150,6 +151,12 @@ type memberOpts struct {
 	// gateGrace is how long a master keeps the role with its FE unhealthy;
 	// default 1s.
 	gateGrace time.Duration
+	// publishStatus: the member publishes its status key, as `hmssync run` does.
+	publishStatus bool
+	// stuckAfter is the agent's StuckAfter (/livez); default the agent's own.
+	stuckAfter time.Duration
+	// wrapStore, if set, stands between the member and its cursor store.
+	wrapStore func(*cursorstore.Store) agent.CursorStore
 }
 
 type member struct {
@@ -200,7 +207,9 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		}
 	}
 	fe := h.fes[i]
-	ap, err := applier.New(applier.Config{Dialect: h.o.dialect, URL: fe.URL, User: "root", Password: mo.password, Timeout: 2 * time.Second, Logger: log})
+	var ag *agent.Agent // set before Run, as `hmssync run` wires it
+	ap, err := applier.New(applier.Config{Dialect: h.o.dialect, URL: fe.URL, User: "root", Password: mo.password, Timeout: 2 * time.Second, Logger: log,
+		Observe: func(catalog string, err error) { ag.ObserveFERequest(catalog, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,19 +230,33 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var cs agent.CursorStore = store
+	if mo.wrapStore != nil {
+		cs = mo.wrapStore(store)
+	}
+	var status agent.StatusPublisher
+	if mo.publishStatus {
+		p, err := store.NewStatusPublisher(name, 10*time.Second, 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status = p
+	}
 	a, err := agent.New(agent.Config{
 		Cluster: testCluster, Member: name, FEURL: fe.URL, Applier: ap, FEHealth: health,
-		Elector: el, Store: store,
+		Elector: el, Store: cs, Status: status, StatusInterval: 50 * time.Millisecond,
 		Catalogs: []agent.Catalog{{
 			Name: testCatalog, Source: hc, Decoder: hms.Decoder{}, BatchSize: h.o.batch,
-			PollInterval: mo.poll, CallTimeout: 2 * time.Second,
+			PollInterval: mo.poll, CallTimeout: 2 * time.Second, SkipEventTypes: h.o.skip,
 		}},
-		Retry:  agent.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, AuthInterval: 300 * time.Millisecond},
-		Logger: log,
+		Retry:      agent.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, AuthInterval: 300 * time.Millisecond},
+		StuckAfter: mo.stuckAfter,
+		Logger:     log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ag = a
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{h: h, i: i, name: name, fe: fe, cli: cli, el: el, agent: a, hc: hc, logs: logs, cancel: cancel, done: make(chan struct{})}
 	m.http = httptest.NewServer(a.Handler(nil))

@@ -34,12 +34,18 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	if err := l.syncLastSeen(ctx, term); err != nil {
 		return 0, err
 	}
-	if l.a.pause.isPaused() {
+	if held, err := l.pauseKeyPresent(ctx); err != nil {
+		return 0, err
+	} else if held {
 		return paused, nil
 	}
+	// A cursor of another lineage (this member's durable cursor from before a
+	// log reset another master handled, say) is never committed nor applied
+	// from: the FE is refreshed into the committed lineage.
+	l.leaveStaleLineage(l.lastSeen)
 	// A commit left pending by an earlier failure (or by a previous term that
 	// applied but could not commit) goes first.
-	if err := l.commit(ctx, term, l.own, false); err != nil {
+	if err := l.commit(ctx, term, l.own); err != nil {
 		return 0, err
 	}
 
@@ -47,28 +53,43 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	if err != nil {
 		return 0, err
 	}
+	uuid, err := l.metastoreUUID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if recorded := l.lastSeen.Metastore; uuid != "" && recorded != "" && uuid != recorded {
+		l.log.Warn("the metastore is another database than the one the committed cursor belongs to (its db uuid changed); full refresh into a new epoch",
+			zap.String("metastore", uuid), zap.String("recorded", recorded), zap.Int64("hms_current", cur), zap.Int64("cursor", l.own))
+		return l.startLineage(ctx, term, cur, "reset", uuid)
+	}
+	if moved, err := l.checkFEApplied(ctx); err != nil || moved {
+		return again, err
+	}
+	// The highest id this lineage is known to have reached: the member's own
+	// cursor, or the committed one when this master is still catching up to
+	// it. A metastore whose current id is below it has a new log.
+	high := l.own
+	if committed := cursorValue(l.lastSeen); committed > high {
+		high = committed
+	}
 	switch {
+	case cur < high:
+		l.log.Warn("metastore's current event id is below the cursor: its notification log was reset (new metastore database?); full refresh into a new epoch",
+			zap.Int64("hms_current", cur), zap.Int64("cursor", l.own), zap.Int64("master_cursor", cursorValue(l.lastSeen)))
+		return l.startLineage(ctx, term, cur, "reset", uuid)
 	case l.own == -1:
 		// The id is read before the refresh: events after it are applied
 		// afterwards, so nothing that happens during the refresh is missed.
 		if err := l.fullRefresh(ctx, l.refreshReason, cur, true); err != nil {
 			return 0, err
 		}
-		l.setOwn(cur)
-		return again, l.commit(ctx, term, cur, false)
-	case cur < l.own:
-		l.log.Warn("metastore's current event id is below the cursor: its notification log was reset (new metastore database?); full refresh",
-			zap.Int64("hms_current", cur), zap.Int64("cursor", l.own))
-		if err := l.fullRefresh(ctx, "reset", cur, true); err != nil {
-			return 0, err
-		}
-		l.setOwn(cur)
-		return again, l.commit(ctx, term, cur, true)
+		l.setOwnIn(cur, l.lastSeen.Epoch)
+		return again, l.commitWith(ctx, term, cur, uuid)
 	case cur == l.own:
-		return idle, nil
+		return idle, l.commitWith(ctx, term, cur, uuid)
 	}
 
-	f, err := l.fetch(ctx, l.own, l.cat.BatchSize)
+	f, err := l.fetch(ctx, l.own, l.cat.BatchSize, true)
 	if err != nil {
 		return 0, err
 	}
@@ -80,24 +101,39 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 			return 0, err
 		}
 		l.setOwn(cur)
-		return again, l.commit(ctx, term, cur, false)
+		return again, l.commitWith(ctx, term, cur, uuid)
 	case hms.Reset:
-		l.log.Warn("metastore's notification log was reset; full refresh", zap.Int64("cursor", l.own))
-		if err := l.fullRefresh(ctx, "reset", cur, true); err != nil {
-			return 0, err
-		}
-		l.setOwn(cur)
-		return again, l.commit(ctx, term, cur, true)
+		// The fetch saw a current id below the cursor: that id, read from the
+		// new log, is what the refresh is as of (the one read before the
+		// fetch may belong to the old log).
+		l.log.Warn("metastore's notification log was reset; full refresh into a new epoch",
+			zap.Int64("cursor", l.own), zap.Int64("hms_current", f.Current))
+		return l.startLineage(ctx, term, f.Current, "reset", uuid)
 	}
 	if len(f.Events) == 0 {
-		// Everything up to cur was filtered out by the skip list.
-		if err := l.applyEvents(ctx, nil, cur, true); err != nil {
+		to := f.Last
+		if to <= l.own {
+			// The metastore returned nothing at all (it honours the skip
+			// list, and every event up to cur, which existed before the
+			// fetch, is of a skipped type).
+			to = cur
+		}
+		// Otherwise it returned only events of skipped types (it ignores the
+		// skip list; the client filtered them): move past what was read, not
+		// further, since kept events may follow.
+		if err := l.applyEvents(ctx, nil, to, true); err != nil {
 			return 0, err
 		}
-		l.setOwn(cur)
-		return idle, l.commit(ctx, term, cur, false)
+		l.setOwn(to)
+		if err := l.commitWith(ctx, term, to, uuid); err != nil {
+			return 0, err
+		}
+		if to < cur {
+			return again, nil
+		}
+		return idle, nil
 	}
-	last := f.Events[len(f.Events)-1].ID
+	last := f.Last
 	var d decoded
 	if err := l.decode(f.Events, &d); err != nil {
 		return 0, err
@@ -115,21 +151,21 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	// in a further fetch (an error, a gap, nothing new) ends the batch; the
 	// next cycle deals with it.
 	for n := len(f.Events); l.a.scope == applier.ScopeCluster && last < cur && n < drainBatchEvents; {
-		more, err := l.fetch(ctx, last, min(l.cat.BatchSize, drainBatchEvents-n))
-		if err != nil || more.Continuity != hms.Contiguous || len(more.Events) == 0 {
+		more, err := l.fetch(ctx, last, min(l.cat.BatchSize, drainBatchEvents-n), true)
+		if err != nil || more.Continuity != hms.Contiguous || more.Last <= last {
 			break
 		}
 		if err := l.decode(more.Events, &d); err != nil {
 			return 0, err
 		}
-		n += len(more.Events)
-		last = more.Events[len(more.Events)-1].ID
+		n += len(more.Events) + more.Skipped
+		last = more.Last
 	}
 	if err := l.applyDecoded(ctx, &d, last, true); err != nil {
 		return 0, err
 	}
 	l.setOwn(last)
-	if err := l.commit(ctx, term, last, false); err != nil {
+	if err := l.commitWith(ctx, term, last, uuid); err != nil {
 		return 0, err
 	}
 	if last < cur {
@@ -191,10 +227,19 @@ func (l *catalogLoop) syncLastSeen(ctx context.Context, term election.Term) erro
 // too; the step then treats it as a reset of the metastore's log.
 func (l *catalogLoop) adoptOperatorCursor(ctx context.Context, prev, c cursorstore.Cursor) {
 	n := c.Value
-	if !c.Exists || n < 0 || n == l.own || l.own == -1 {
-		// Unchanged for this member, the master's own write whose outcome
-		// was unknown, or a full refresh already pending, which covers any
-		// value.
+	if !c.Exists || n < 0 || l.own == -1 {
+		// The master's own write whose outcome was unknown, or a full
+		// refresh already pending, which covers any value.
+		return
+	}
+	if c.Epoch != l.ownEpoch {
+		// A lowered value starts a new epoch (SPEC §2a); this master's FE
+		// follows the operator into it by continuing after the value, and
+		// the followers, told by the epoch, full-refresh.
+		l.ownEpoch = c.Epoch
+		l.ownDirty = true
+	}
+	if n == l.own {
 		return
 	}
 	continueAfter := n
@@ -217,30 +262,49 @@ func (l *catalogLoop) adoptOperatorCursor(ctx context.Context, prev, c cursorsto
 	l.persistOwn(ctx)
 }
 
-// commit writes value as the committed master cursor, fenced by the term's token
-// and compare-and-set on the last seen revision. It writes nothing when the
-// committed cursor is already at or beyond value (a new master still catching up
-// to it), unless backwards is set (the metastore's log was reset).
-func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int64, backwards bool) error {
-	if value < 0 || !l.haveLastSeen {
+// commit writes value as the committed master cursor, continuing the
+// committed lineage (see commitWith).
+func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int64) error {
+	return l.commitWith(ctx, term, value, "")
+}
+
+// commitWith writes value as the committed master cursor within the committed
+// epoch, fenced by the term's token and compare-and-set on the last seen
+// revisions of the cursor and its epoch, recording the metastore's uuid when
+// none is recorded yet. It writes nothing when the committed cursor is already
+// at or beyond value (a new master still catching up to it), or when this
+// member's cursor belongs to another epoch (leaveStaleLineage deals with it).
+// A new lineage is committed by startLineage instead.
+func (l *catalogLoop) commitWith(ctx context.Context, term election.Term, value int64, uuid string) error {
+	if value < 0 || !l.haveLastSeen || (l.lastSeen.Exists && l.ownEpoch != l.lastSeen.Epoch) {
 		return nil
 	}
-	committed := cursorValue(l.lastSeen)
-	if value == committed || (value < committed && !backwards) {
+	recordUUID := uuid != "" && l.lastSeen.Metastore == ""
+	if committed := cursorValue(l.lastSeen); value < committed || (value == committed && !recordUUID) {
 		return nil
 	}
 	start := time.Now()
-	commit := l.a.cfg.Store.CommitMaster
-	if value < committed {
-		commit = l.a.cfg.Store.RewindMaster
-	}
-	c, err := commit(ctx, l.cat.Name, term.Token, l.lastSeen, value)
+	c, err := l.a.cfg.Store.CommitMaster(ctx, l.cat.Name, term.Token, l.lastSeen, value, uuid)
+	l.progressed()
 	l.a.m.commitSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
-	if err == nil {
-		l.lastSeen = c
-		l.updateLag()
-		return nil
+	if err != nil {
+		return l.commitFailed(value, err)
 	}
+	l.lastSeen = c
+	l.logCommit(term, c)
+	l.updateLag()
+	return nil
+}
+
+// logCommit records a successful commit at debug level, with the term, so that
+// an operator can tell who wrote a cursor.
+func (l *catalogLoop) logCommit(term election.Term, c cursorstore.Cursor) {
+	l.log.Debug("committed master cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch),
+		zap.String("leader_key", term.Token.Key), zap.Int64("term", term.Token.Rev), zap.Int64("revision", c.Rev))
+}
+
+// commitFailed handles a fenced commit that did not succeed.
+func (l *catalogLoop) commitFailed(value int64, err error) error {
 	// Any failure leaves the base unknown: read it again before the next write.
 	l.haveLastSeen = false
 	reason := "error"
@@ -253,6 +317,8 @@ func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int6
 		reason = "outcome_unknown"
 	case errors.Is(err, cursorstore.ErrBackwards):
 		reason = "backwards"
+	case errors.Is(err, cursorstore.ErrNewLineage):
+		reason = "new_lineage"
 	}
 	if reason != "error" {
 		l.a.m.fencedRejected.WithLabelValues(l.cat.Name, reason).Inc()

@@ -78,17 +78,17 @@ func newMetrics() *metrics {
 		decodeSeconds:  hist("decode_duration_seconds", "Latency of decoding and filtering a batch of events.", "catalog"),
 		applySeconds:   hist("apply_duration_seconds", "Latency of applying a batch (or a full refresh) to the FE.", "catalog", "kind"),
 		commitSeconds:  hist("commit_duration_seconds", "Latency of the fenced master cursor commit to etcd.", "catalog"),
-		feStatements:   counter("fe_statements_total", "Statements (doris) or requests (native, log) sent to the FE, by result: ok, transient, deterministic, auth.", "catalog", "result"),
+		feStatements:   counter("fe_statements_total", "Statements (doris) or requests (native, log) sent to the FE, by result: ok, transient, deterministic, auth, configuration.", "catalog", "result"),
 		fullRefreshes:  counter("full_refreshes_total", "Full catalog refreshes, by reason: initial, gap, reset, self_heal, operator.", "catalog", "reason"),
 		selfHeals:      counter("self_heals_total", "Deterministic failures healed by resetting the cursor to -1, by reason: decode, apply.", "catalog", "reason"),
-		retries:        counter("retries_total", "Failed steps retried in place, by class: transient, auth.", "catalog", "class"),
+		retries:        counter("retries_total", "Failed steps retried, by class: transient (in place, with backoff), deterministic (a full refresh that failed deterministically, with backoff), auth and configuration (slowly, every retry.auth_interval).", "catalog", "class"),
 		role:           gauge("role", "1 for this member's current role (master or follower), 0 otherwise.", "role"),
 		leaderChanges: func() prometheus.Counter {
 			c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hmssync", Name: "leader_transitions_total", Help: "Times this member became master or stopped being master."})
 			f(c)
 			return c
 		}(),
-		fencedRejected: counter("fenced_write_rejections_total", "Fenced cursor commits etcd refused, by reason: not_leader, conflict, outcome_unknown, backwards.", "catalog", "reason"),
+		fencedRejected: counter("fenced_write_rejections_total", "Fenced cursor commits etcd refused, by reason: not_leader, conflict, outcome_unknown, backwards, new_lineage.", "catalog", "reason"),
 		feHealthy: func() prometheus.Gauge {
 			g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hmssync", Name: "fe_healthy", Help: "1 if the last FE check succeeded (reachable and authenticated)."})
 			f(g)
@@ -105,9 +105,20 @@ func newMetrics() *metrics {
 			f(c)
 			return c
 		}(),
-		statusPublishes: counter("status_publishes_total", "Member status writes to etcd, by result.", "result"),
+		statusPublishes: counter("status_publishes_total", "Member status writes to etcd, by result: ok, error.", "result"),
 	}
+	m.statusPublishes.WithLabelValues("ok")
+	m.statusPublishes.WithLabelValues("error")
 	m.role.WithLabelValues("master").Set(0)
 	m.role.WithLabelValues("follower").Set(1)
 	return m
+}
+
+// observeStatusPublish counts one write of the member's status key.
+func (m *metrics) observeStatusPublish(err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.statusPublishes.WithLabelValues(result).Inc()
 }

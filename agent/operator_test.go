@@ -21,7 +21,9 @@ import (
 
 // Lowering: the master's FE is sent the events after N again, the committed
 // cursor goes X, N and then only up, the master's durable member cursor
-// follows, and followers, ahead of N, do not apply anything again.
+// follows. Lowering starts a new epoch (SPEC §2a): the followers, ahead of N,
+// cannot know what the operator wants undone, so each full-refreshes once,
+// into the new lineage, instead of carrying on from its old cursor.
 func TestOperatorLowersMasterCursor(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
@@ -46,7 +48,7 @@ func TestOperatorLowersMasterCursor(t *testing.T) {
 		t.Errorf("the master's first batch after the operator's set: %s, want one of changes after %d", batchString(b[0]), n)
 	}
 	h.checkOperatorCommits(commitsBefore, n, cur)
-	h.checkFollowersDidNotGoBack(m.i, sent, x)
+	h.checkFollowersRefreshedOnce(m.i, sent, n)
 	checkSetLogged(t, m, x, n)
 	if !containsValue(memberCursors(), n) {
 		t.Errorf("the master's durable member cursor never held the operator's %d (values %v): a restart would resume from the old value", n, memberCursors())
@@ -324,13 +326,25 @@ func sentChanges(batches []change.Batch, id int64, n int) bool {
 // checkFollowersDidNotGoBack checks that no follower's FE was sent a batch
 // starting before x since its batch number sent[i]: a follower ahead of a
 // lowered master cursor waits for the master to pass it again.
-func (h *harness) checkFollowersDidNotGoBack(master int, sent []int, x int64) {
+// checkFollowersRefreshedOnce checks that each follower's FE got exactly one
+// full refresh after the operator lowered the cursor to n, and nothing of the
+// old lineage before it.
+func (h *harness) checkFollowersRefreshedOnce(master int, sent []int, n int64) {
 	h.t.Helper()
 	for _, i := range otherThan(master) {
+		refreshes := 0
 		for _, b := range h.fes[i].Changes()[sent[i]:] {
-			if b.FullRefresh || b.From < x {
-				h.t.Errorf("follower FE %d was sent %s after the master cursor was lowered below its cursor %d", i, batchString(b), x)
+			if b.FullRefresh {
+				refreshes++
+				if b.To < n {
+					h.t.Errorf("follower FE %d was refreshed as of %d, below the operator's %d", i, b.To, n)
+				}
+			} else if refreshes == 0 {
+				h.t.Errorf("follower FE %d was sent %s before refreshing into the new epoch", i, batchString(b))
 			}
+		}
+		if refreshes != 1 {
+			h.t.Errorf("follower FE %d got %d full refreshes after the cursor was lowered; want 1", i, refreshes)
 		}
 	}
 }

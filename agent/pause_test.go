@@ -1,11 +1,14 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/hmssync/hmssync/agent"
 	"github.com/hmssync/hmssync/applier/fetest"
+	"github.com/hmssync/hmssync/cursorstore"
 )
 
 // A master reports holding a catalog for the pause key only once the cycle that
@@ -47,4 +50,37 @@ func TestCatalogPausedAfterTheCycleInFlight(t *testing.T) {
 		p, v := m.catalogStatus().Paused, m.metric("hmssync_catalog_paused", `catalog="hive"`)
 		return !p && v == 0, fmt.Sprintf("status paused %v, hmssync_catalog_paused %v", p, v)
 	})
+}
+
+// silentPauseStore is a cursor store whose pause watch never delivers a value
+// (not started, as far as the agent can tell): a watch that has not caught up
+// with etcd yet.
+type silentPauseStore struct{ *cursorstore.Store }
+
+func (silentPauseStore) WatchPause(ctx context.Context) cursorstore.Watch[bool] {
+	ch := make(chan bool)
+	go func() { <-ctx.Done(); close(ch) }()
+	return cursorstore.Watch[bool]{C: ch}
+}
+
+// The pause key exists but the pause watch has not delivered it: the master
+// must not run a cycle on the watch's say-so (it reads etcd instead), and it
+// resumes when the key is removed although the watch still says nothing.
+func TestPauseKeyHoldsBeforeTheWatchDeliversIt(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.churn(5)
+	h.setPause(true)
+	m := h.start(0, memberOpts{wrapStore: func(s *cursorstore.Store) agent.CursorStore { return silentPauseStore{s} }})
+	await(t, 10*time.Second, "the master holding for the pause key", func() (bool, string) {
+		s := m.catalogStatus()
+		return m.isMaster() && s.Paused, fmt.Sprintf("master %v, holding %v, cursor %d", m.isMaster(), s.Paused, s.Cursor)
+	})
+	if got := m.fe.Changes(); len(got) != 0 {
+		t.Fatalf("the master sent %d batches to its FE while the pause key existed (its watch had not delivered it)", len(got))
+	}
+	if c := h.masterCursor(); c != -1 {
+		t.Errorf("master cursor %d committed while paused, want none", c)
+	}
+	h.setPause(false)
+	h.awaitConverged(converge, 0)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
 	defer cancel()
 	cur, err := l.cat.Source.CurrentEventID(ctx)
+	l.progressed()
 	if err != nil {
 		return 0, fmt.Errorf("read the metastore's current event id: %w", err)
 	}
@@ -26,18 +28,38 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 	return cur, nil
 }
 
-// fetch reads up to max events after the id after.
-func (l *catalogLoop) fetch(ctx context.Context, after int64, max int) (hms.Fetch, error) {
+// fetch reads up to max events after the id after. With serverSkip the skip
+// list goes to the metastore, which then counts only kept events towards max;
+// without it the metastore returns every type and the skipped ones are dropped
+// here, so that max bounds the ids read (a follower must not read past the
+// master cursor).
+func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSkip bool) (hms.Fetch, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
 	defer cancel()
+	skip := l.cat.SkipEventTypes
+	if !serverSkip {
+		skip = nil
+	}
 	start := time.Now()
-	f, err := l.cat.Source.NextEvents(ctx, after, max, l.cat.SkipEventTypes)
+	f, err := l.cat.Source.NextEvents(ctx, after, max, skip)
+	l.progressed()
 	l.a.m.fetchSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
 	}
 	for _, ev := range f.Events {
 		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, eventTypeLabel(ev.Type)).Inc()
+	}
+	if !serverSkip && len(l.cat.SkipEventTypes) > 0 {
+		kept := f.Events[:0]
+		for _, ev := range f.Events {
+			if slices.Contains(l.cat.SkipEventTypes, ev.Type) {
+				f.Skipped++
+				continue
+			}
+			kept = append(kept, ev)
+		}
+		f.Events = kept
 	}
 	return f, nil
 }
@@ -179,13 +201,19 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	}
 	start := time.Now()
 	err := l.a.cfg.Applier.Apply(ctx, b)
+	l.progressed()
 	l.a.m.applySeconds.WithLabelValues(l.cat.Name, kind).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return &applyError{from: b.From, to: b.To, full: b.FullRefresh, err: err}
 	}
+	l.feSent = b.To
 	l.mu.Lock()
+	if _, ok := l.a.cfg.Applier.(AppliedReporter); ok {
+		l.st.feApplied = b.To // the FE acknowledged the batch up to b.To
+	}
 	l.st.lastAppliedAt = time.Now()
 	l.st.authFailing = false
+	l.st.configFailing = false
 	l.mu.Unlock()
 	return nil
 }
@@ -193,6 +221,7 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 // ObserveFERequest counts one request the applier sent to the FE (a doris
 // statement, a native batch) by its outcome: wire it as applier.Config.Observe.
 func (a *Agent) ObserveFERequest(catalog string, err error) {
+	a.progressedFE(catalog)
 	result := "ok"
 	if err != nil {
 		result = classLabel(err)

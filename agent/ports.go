@@ -20,6 +20,23 @@ type EventSource interface {
 	NextEvents(ctx context.Context, after int64, max int, skipTypes []string) (hms.Fetch, error)
 }
 
+// MetastoreIdentifier is implemented by event sources that can name the
+// metastore database they read (Hive 3.0+: get_metastore_db_uuid). ok is false
+// when the metastore offers no identity; the lineage is then told by event ids
+// alone (SPEC §2a).
+type MetastoreIdentifier interface {
+	MetastoreUUID(ctx context.Context) (uuid string, ok bool, err error)
+}
+
+// AppliedReporter is implemented by appliers whose FE can say which event it
+// last applied for a catalog (the native protocol's state endpoint; -1: none
+// since it started). A member of a local-scope dialect compares it with its own
+// cursor: an FE that restarted empty or was restored from an older state is
+// brought back rather than sent the next batch as if nothing happened.
+type AppliedReporter interface {
+	AppliedEventID(ctx context.Context, catalog string) (int64, error)
+}
+
 // EventDecoder turns one notification event into change descriptors.
 type EventDecoder interface {
 	Decode(hms.Event) ([]change.Descriptor, error)
@@ -38,13 +55,15 @@ type Elector interface {
 // CursorStore is the etcd side of the cursors and the pause key.
 type CursorStore interface {
 	MasterCursor(ctx context.Context, catalog string) (cursorstore.Cursor, error)
-	CommitMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64) (cursorstore.Cursor, error)
-	// RewindMaster is the fenced commit that may lower the cursor: only for a
-	// metastore whose notification log was reset.
-	RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64) (cursorstore.Cursor, error)
+	// CommitMaster continues the committed lineage (lastSeen's epoch).
+	CommitMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64, metastore string) (cursorstore.Cursor, error)
+	// RewindMaster is the fenced commit of a new lineage (epoch + 1), which may
+	// lower the cursor: only for a metastore whose notification log was reset
+	// or whose identity changed.
+	RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64, metastore string) (cursorstore.Cursor, error)
 	WatchMaster(ctx context.Context, catalog string) cursorstore.Watch[cursorstore.Cursor]
 	MemberCursor(ctx context.Context, member, catalog string) (cursorstore.Cursor, error)
-	PutMemberCursor(ctx context.Context, member, catalog string, value int64) error
+	PutMemberCursor(ctx context.Context, member, catalog string, value, epoch int64) error
 	WatchPause(ctx context.Context) cursorstore.Watch[bool]
 }
 

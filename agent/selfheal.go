@@ -46,6 +46,9 @@ const (
 	classTransient failureClass = iota
 	classDeterministic
 	classAuth
+	// classConfig: the FE answered, but not as the configured one should (a
+	// catalog it lacks, not a Doris envelope, a URL that is not an FE).
+	classConfig
 	classRoleLost
 )
 
@@ -64,6 +67,8 @@ func classify(err error) failureClass {
 			return classDeterministic
 		case applier.Auth:
 			return classAuth
+		case applier.Configuration:
+			return classConfig
 		}
 	}
 	return classTransient
@@ -75,6 +80,8 @@ func classLabel(err error) string {
 		return "deterministic"
 	case classAuth:
 		return "auth"
+	case classConfig:
+		return "configuration"
 	default:
 		return "transient"
 	}
@@ -83,7 +90,8 @@ func classLabel(err error) string {
 // failed handles a step's failure and returns how long to wait before the next
 // step. Deterministic failures self-heal (cursor -1: the next step full-refreshes
 // and so jumps past the poison); transient ones back off exponentially with
-// jitter; authentication failures retry slowly and loudly and never reset.
+// jitter; authentication and configuration failures retry slowly and loudly and
+// never reset (a full refresh would get the same answer).
 func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 	switch classify(err) {
 	case classRoleLost:
@@ -92,7 +100,7 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 		// as the role changes, and keeps a refused commit from spinning.
 		return 100 * time.Millisecond
 	case classDeterministic:
-		l.recordErr(err, false)
+		l.recordErr(err, classDeterministic)
 		fields := []zap.Field{zap.Error(err), zap.Int64("cursor", l.own)}
 		reason := "apply"
 		var pe *poisonError
@@ -119,15 +127,22 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 		l.resetOwn("self_heal")
 		return 0
 	case classAuth:
-		l.recordErr(err, true)
+		l.recordErr(err, classAuth)
 		l.a.m.feAuthFailures.Inc()
 		l.a.m.retries.WithLabelValues(l.cat.Name, "auth").Inc()
 		wait := jitter(l.a.retry.AuthInterval)
-		l.log.Error("FE refused hmssync's credentials: fix fe.user / the FE password (fe.password_file or HMSSYNC_FE_PASSWORD); the cursor is kept",
+		l.log.Error("FE refused hmssync's credentials: fix fe.user / the FE password (fe.password_file or HMSSYNC_FE_PASSWORD) or the user's privileges; the cursor is kept",
+			zap.Error(err), zap.Duration("retry_in", wait))
+		return wait
+	case classConfig:
+		l.recordErr(err, classConfig)
+		l.a.m.retries.WithLabelValues(l.cat.Name, "configuration").Inc()
+		wait := jitter(l.a.retry.AuthInterval)
+		l.log.Error("FE configuration error: the FE answered, but not as the configured FE and catalog should (see the error for its answer; check fe.url, fe.dialect and catalogs[].name); the cursor is kept",
 			zap.Error(err), zap.Duration("retry_in", wait))
 		return wait
 	default:
-		l.recordErr(err, false)
+		l.recordErr(err, classTransient)
 		l.a.m.retries.WithLabelValues(l.cat.Name, "transient").Inc()
 		wait := bo.Next()
 		l.log.Warn("transient failure; retrying in place", zap.Error(err), zap.Int64("cursor", l.own), zap.Duration("retry_in", wait))
@@ -138,7 +153,7 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 // maxStatusError bounds the last error kept for /status and the member status.
 const maxStatusError = 2 << 10
 
-func (l *catalogLoop) recordErr(err error, auth bool) {
+func (l *catalogLoop) recordErr(err error, class failureClass) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Bounded: the text may carry what the metastore or the FE sent (an
@@ -147,14 +162,17 @@ func (l *catalogLoop) recordErr(err error, auth bool) {
 	l.st.lastErr = shorten(err.Error(), maxStatusError)
 	l.st.lastErrAt = time.Now()
 	l.st.failing = true
-	if auth {
+	switch class {
+	case classAuth:
 		l.st.authFailing = true
+	case classConfig:
+		l.st.configFailing = true
 	}
 }
 
 // clearErr marks the loop as no longer failing after a successful step; the last
-// error stays in /status for the operator. The auth flag is cleared only by a
-// successful apply (applyBatch), since a step that applied nothing proves nothing
+// error stays in /status for the operator. The auth and configuration flags are
+// cleared only by a successful apply (applyBatch), since a step that applied nothing proves nothing
 // about the credentials.
 func (l *catalogLoop) clearErr() {
 	l.mu.Lock()

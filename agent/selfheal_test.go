@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hmssync/hmssync/applier"
 )
@@ -18,6 +19,7 @@ func TestClassify(t *testing.T) {
 		{"poison event", &poisonError{eventID: 7, eventType: "ALTER_TABLE", err: errors.New("bad json")}, classDeterministic},
 		{"FE rejects a statement", &applyError{err: &applier.Error{Class: applier.Deterministic, Err: errors.New("syntax")}}, classDeterministic},
 		{"FE auth", &applyError{err: &applier.Error{Class: applier.Auth, Err: errors.New("401")}}, classAuth},
+		{"FE without the catalog", &applyError{err: &applier.Error{Class: applier.Configuration, Err: errors.New("404")}}, classConfig},
 		{"FE 5xx", &applyError{err: &applier.Error{Class: applier.Transient, Err: errors.New("503")}}, classTransient},
 		{"metastore down", fmt.Errorf("fetch: %w", errors.New("connection refused")), classTransient},
 		{"deadline", context.DeadlineExceeded, classTransient},
@@ -43,5 +45,18 @@ func TestSignalNeverLosesAWakeUp(t *testing.T) {
 	case <-s.wait():
 		t.Fatal("the fresh channel is already closed")
 	default:
+	}
+}
+
+// The slow retry after an auth or configuration failure waits about
+// retry.auth_interval whatever its length: above 12.5 min the backoff library
+// used to answer "stop" (-1 ns), and the loop retried at once, for ever.
+func TestSlowRetryOfLongAuthIntervalsWaits(t *testing.T) {
+	for _, d := range []time.Duration{13 * time.Minute, time.Hour} {
+		for range 100 {
+			if got := jitter(d); got < d*8/10 || got > d*12/10 {
+				t.Fatalf("jitter(%v) = %v; want within ±20%%", d, got)
+			}
+		}
 	}
 }

@@ -9,11 +9,15 @@ import (
 // Status is the member's view of itself, served as JSON on /status. It never
 // contains a secret.
 type Status struct {
-	Cluster  string          `json:"cluster"`
-	Member   string          `json:"member"`
-	Version  string          `json:"version,omitempty"`
-	Role     string          `json:"role"`
-	Leader   string          `json:"leader,omitempty"`
+	Cluster string `json:"cluster"`
+	Member  string `json:"member"`
+	Version string `json:"version,omitempty"`
+	Role    string `json:"role"`
+	Leader  string `json:"leader,omitempty"`
+	// Term is this member's election term while it is master: its election
+	// key's create revision, which strictly increases from master to master
+	// (the commit log lines carry it too).
+	Term     int64           `json:"term,omitempty"`
 	Paused   bool            `json:"paused"`
 	Ready    bool            `json:"ready"`
 	NotReady []string        `json:"not_ready,omitempty"`
@@ -39,6 +43,14 @@ type CatalogStatus struct {
 	Cursor int64 `json:"cursor"`
 	// MasterCursor is the committed master cursor (-1 unknown).
 	MasterCursor int64 `json:"master_cursor"`
+	// Epoch is the lineage Cursor belongs to, MasterEpoch the committed
+	// lineage (SPEC §2a; -1 unknown). They differ only until this member has
+	// brought its FE into the committed lineage.
+	Epoch       int64 `json:"epoch"`
+	MasterEpoch int64 `json:"master_epoch"`
+	// FEApplied is the event id the FE itself last reported as applied
+	// (native dialect, local scope; absent when never asked).
+	FEApplied *int64 `json:"fe_applied_event_id,omitempty"`
 	// HMSCurrent is the metastore's current event id as last read (-1 never).
 	HMSCurrent    int64   `json:"hms_current_event_id"`
 	LagEvents     int64   `json:"lag_events"`
@@ -48,9 +60,12 @@ type CatalogStatus struct {
 	// Paused: this member, as master, holds the catalog for the pause key (its
 	// loop saw the key and has done nothing since). Status.Paused says only
 	// that the key is present: a cycle already running finishes first.
-	Paused        bool       `json:"paused"`
-	Failing       bool       `json:"failing"`
-	AuthFailing   bool       `json:"auth_failing,omitempty"`
+	Paused      bool `json:"paused"`
+	Failing     bool `json:"failing"`
+	AuthFailing bool `json:"auth_failing,omitempty"`
+	// ConfigFailing: the FE answered as no configured FE should (a catalog it
+	// lacks, not a Doris envelope); LastError quotes its answer.
+	ConfigFailing bool       `json:"config_failing,omitempty"`
 	LastError     string     `json:"last_error,omitempty"`
 	LastErrorAt   *time.Time `json:"last_error_at,omitempty"`
 	LastAppliedAt *time.Time `json:"last_applied_at,omitempty"`
@@ -59,13 +74,14 @@ type CatalogStatus struct {
 // Status reports the member's current state.
 func (a *Agent) Status() Status {
 	now := time.Now()
-	_, master := a.cfg.Elector.Current()
+	term, master := a.cfg.Elector.Current()
 	s := Status{
 		Cluster: a.cfg.Cluster, Member: a.cfg.Member, Version: a.cfg.Version,
 		Role: "follower", Leader: a.cfg.Elector.Leader(), Paused: a.pause.isPaused(), Time: now,
 	}
 	if master {
 		s.Role = "master"
+		s.Term = term.Token.Rev
 	}
 	fc := a.health.State()
 	err, checked, at := fc.Err, fc.Checked, fc.At
@@ -83,8 +99,12 @@ func (a *Agent) Status() Status {
 		cs := CatalogStatus{
 			Name: l.cat.Name, Cursor: st.own, MasterCursor: st.master, HMSCurrent: st.hmsCurrent,
 			LagEvents: st.lagEvents, FullRefreshes: st.fullRefreshes, SelfHeals: st.selfHeal,
-			Failing: st.failing, AuthFailing: st.authFailing, LastError: st.lastErr,
-			Paused: st.paused,
+			Failing: st.failing, AuthFailing: st.authFailing, ConfigFailing: st.configFailing, LastError: st.lastErr,
+			Paused: st.paused, Epoch: st.epoch, MasterEpoch: st.masterEpoch,
+		}
+		if st.feApplied != feAppliedUnknown {
+			v := st.feApplied
+			cs.FEApplied = &v
 		}
 		if st.lagEvents > 0 {
 			cs.LagSeconds = now.Sub(st.caughtUpAt).Seconds()
@@ -124,13 +144,16 @@ func (a *Agent) notReady() []string {
 	}
 	for _, l := range a.loops {
 		l.mu.Lock()
-		own, auth := l.st.own, l.st.authFailing
+		own, auth, config, lastErr := l.st.own, l.st.authFailing, l.st.configFailing, l.st.lastErr
 		l.mu.Unlock()
 		if own < 0 {
 			why = append(why, fmt.Sprintf("catalog %s: cursor unknown", l.cat.Name))
 		}
 		if auth {
 			why = append(why, fmt.Sprintf("catalog %s: FE refused hmssync's credentials", l.cat.Name))
+		}
+		if config {
+			why = append(why, fmt.Sprintf("catalog %s: FE configuration error: %s", l.cat.Name, lastErr))
 		}
 		if err := l.watch.notFresh(); err != nil {
 			why = append(why, fmt.Sprintf("catalog %s: %v", l.cat.Name, err))
@@ -139,14 +162,15 @@ func (a *Agent) notReady() []string {
 	return why
 }
 
-// stuck lists the loops whose current step has outlived every deadline: /livez
-// fails on them so that the orchestrator restarts the process.
+// stuck lists the loops whose current step has made no progress (no external
+// call completed) for longer than every deadline: /livez fails on them so that
+// the orchestrator restarts the process.
 func (a *Agent) stuck() []string {
 	now := time.Now()
 	var why []string
 	for _, l := range a.loops {
 		if d := l.stuckFor(now); d > a.stuckAfter {
-			why = append(why, fmt.Sprintf("catalog %s: one step running for %s", l.cat.Name, d.Round(time.Second)))
+			why = append(why, fmt.Sprintf("catalog %s: no call of the current step completed for %s", l.cat.Name, d.Round(time.Second)))
 		}
 	}
 	return why

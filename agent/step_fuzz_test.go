@@ -58,7 +58,7 @@ func (r *stepRig) step(t *testing.T, ev hms.Event) {
 	r.hms.Clean(after + 1) // the log holds only this event: memory stays flat over a long run
 	_, id := r.hms.Append(ev)
 	for _, l := range r.loops {
-		f, err := l.fetch(ctx, after, 10)
+		f, err := l.fetch(ctx, after, 10, true)
 		if err != nil {
 			t.Fatalf("fetch of event %d: %v", id, err)
 		}

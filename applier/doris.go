@@ -67,9 +67,18 @@ func (d *Doris) Apply(ctx context.Context, b change.Batch) error {
 	return nil
 }
 
-// Check runs checkStatement.
+// Check runs checkStatement, unless a statement is in flight: that statement
+// is proof enough that the FE answers (its own failure, if any, is reported by
+// Apply), and waiting for the single slot would make a REFRESH longer than the
+// health check's timeout fail the check, and a healthy master resign.
 func (d *Doris) Check(ctx context.Context) error {
-	return d.exec(ctx, checkStatement)
+	select {
+	case d.slot <- struct{}{}:
+	default:
+		return nil
+	}
+	defer func() { <-d.slot }()
+	return d.run(ctx, checkStatement)
 }
 
 // exec sends one statement and classifies the answer.
@@ -80,7 +89,11 @@ func (d *Doris) exec(ctx context.Context, stmt string) error {
 		return d.fail(Transient, stmt, fmt.Errorf("waiting for the statement in flight: %w", ctx.Err()))
 	}
 	defer func() { <-d.slot }()
+	return d.run(ctx, stmt)
+}
 
+// run sends one statement while holding the slot, and logs it.
+func (d *Doris) run(ctx context.Context, stmt string) error {
 	start := time.Now()
 	err := d.send(ctx, stmt)
 	elapsed := time.Since(start)
@@ -102,7 +115,7 @@ func (d *Doris) send(ctx context.Context, stmt string) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return d.fail(Auth, stmt, fmt.Errorf("building the request: %w", err))
+		return d.fail(Configuration, stmt, fmt.Errorf("building the request to %s (check fe.url): %w", d.endpoint, err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Doris-Stream", "false")
@@ -121,7 +134,7 @@ func (d *Doris) send(ctx context.Context, stmt string) error {
 	}
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil || env.Code == nil {
-		return d.fail(Auth, stmt, fmt.Errorf("answer is not a Doris envelope (is fe.url a Doris FE's HTTP port?): %s", excerpt(raw)))
+		return d.fail(Configuration, stmt, fmt.Errorf("the answer is not a Doris envelope (is fe.url a Doris FE's HTTP port?): %s", excerpt(raw)))
 	}
 	class, err := env.outcome(strings.HasPrefix(stmt, "REFRESH CATALOG "))
 	if err != nil {
@@ -137,12 +150,25 @@ func (d *Doris) fail(c Class, stmt string, err error) error {
 // httpStatusClass classifies an HTTP status other than 200. Doris answers 200
 // even for failed statements, so these come from the server itself or a proxy.
 func httpStatusClass(status int) Class {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return Auth
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return Configuration // a URL that is not a Doris FE's HTTP port
+	}
+	return statusClass(status)
+}
+
+// statusClass is the class of an HTTP status that says nothing specific to a
+// dialect: 408 (request timeout) and 429 (too many requests) are the server
+// asking to be called again later, like a 5xx; other 4xx are refusals that a
+// retry will not change.
+func statusClass(status int) Class {
 	switch {
-	case status >= 500:
+	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusTooManyRequests:
 		return Transient
-	case status == http.StatusUnauthorized, status == http.StatusForbidden,
-		status == http.StatusNotFound, status == http.StatusMethodNotAllowed:
-		return Auth // wrong credentials or a URL that is not a Doris FE
+	case status == http.StatusUnauthorized, status == http.StatusForbidden:
+		return Auth
 	}
 	return Deterministic
 }
@@ -159,7 +185,7 @@ type envelope struct {
 // "Does not exist" is success for a database or table: it was dropped after the
 // event, so there is nothing left to refresh. A missing catalog is different:
 // the FE lacks a catalog hmssync is configured for, a configuration error that a
-// full refresh cannot fix, so it is Auth, like a missing privilege.
+// full refresh cannot fix.
 func (e envelope) outcome(catalogStatement bool) (Class, error) {
 	text := e.dataText()
 	missing := missingObject(text)
@@ -177,7 +203,7 @@ func (e envelope) outcome(catalogStatement bool) (Class, error) {
 	case 1:
 		switch {
 		case missingCatalog:
-			return Auth, fmt.Errorf("the catalog does not exist on the FE (create it, or fix catalogs[].name): %s", text)
+			return Configuration, fmt.Errorf("the catalog does not exist on the FE (create it, or fix catalogs[].name): %s", text)
 		case missing != "":
 			return 0, nil
 		case accessDenied(text):

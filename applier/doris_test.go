@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,8 +60,8 @@ func TestDorisErrorClasses(t *testing.T) {
 	}{
 		{"table does not exist", fetest.Fault{NotExist: true}, tableBatch, nil},
 		{"database does not exist", fetest.Fault{NotExist: true}, ops(reg("d", "t")), nil},
-		{"catalog does not exist", fetest.Fault{NotExist: true}, catalogBatch, ptr(Auth)},
-		{"unknown catalog in a table statement", fetest.Fault{Code: 1, Message: "errCode = 2, detailMessage = Unknown catalog 'hive'"}, tableBatch, ptr(Auth)},
+		{"catalog does not exist", fetest.Fault{NotExist: true}, catalogBatch, ptr(Configuration)},
+		{"unknown catalog in a table statement", fetest.Fault{Code: 1, Message: "errCode = 2, detailMessage = Unknown catalog 'hive'"}, tableBatch, ptr(Configuration)},
 		{"SQL error", fetest.Fault{Code: 1, Message: "Failed to execute sql: errCode = 2, detailMessage = Syntax error"}, tableBatch, ptr(Deterministic)},
 		{"access denied", fetest.Fault{Code: 1, Message: "errCode = 1045, detailMessage = Access denied; you need the SHOW privilege"}, tableBatch, ptr(Auth)},
 		{"code 401", fetest.Fault{Code: 401}, tableBatch, ptr(Auth)},
@@ -71,12 +72,17 @@ func TestDorisErrorClasses(t *testing.T) {
 		{"HTTP 500", fetest.Fault{HTTPStatus: 500}, tableBatch, ptr(Transient)},
 		{"HTTP 502", fetest.Fault{HTTPStatus: 502}, tableBatch, ptr(Transient)},
 		{"HTTP 401 from a proxy", fetest.Fault{HTTPStatus: 401}, tableBatch, ptr(Auth)},
+		{"HTTP 403 from a proxy", fetest.Fault{HTTPStatus: 403}, tableBatch, ptr(Auth)},
+		{"HTTP 404: not a Doris FE", fetest.Fault{HTTPStatus: 404}, tableBatch, ptr(Configuration)},
+		{"HTTP 405: not a Doris FE", fetest.Fault{HTTPStatus: 405}, tableBatch, ptr(Configuration)},
+		{"HTTP 408 request timeout", fetest.Fault{HTTPStatus: 408}, tableBatch, ptr(Transient)},
+		{"HTTP 429 too many requests", fetest.Fault{HTTPStatus: 429}, tableBatch, ptr(Transient)},
 		{"HTTP 400", fetest.Fault{HTTPStatus: 400}, tableBatch, ptr(Deterministic)},
 		{"code 0 with a string in data", fetest.Fault{Body: `{"msg":"success","code":0,"data":"Failed to execute sql: boom","count":0}`}, tableBatch, ptr(Deterministic)},
 		{"code 0 with null data", fetest.Fault{Body: `{"msg":"success","code":0,"data":null,"count":0}`}, tableBatch, ptr(Deterministic)},
 		{"code 0 escaping does not exist", fetest.Fault{Body: `{"msg":"success","code":0,"data":"Table [t] does not exist in database [d].","count":0}`}, tableBatch, nil},
-		{"not an envelope", fetest.Fault{Body: "<html>proxy login</html>"}, tableBatch, ptr(Auth)},
-		{"JSON without a code", fetest.Fault{Body: `{"status":"ok"}`}, tableBatch, ptr(Auth)},
+		{"not an envelope", fetest.Fault{Body: "<html>proxy login</html>"}, tableBatch, ptr(Configuration)},
+		{"JSON without a code", fetest.Fault{Body: `{"status":"ok"}`}, tableBatch, ptr(Configuration)},
 	}
 	a := newDorisFor(t, fe.URL, "pw", 0)
 	for _, c := range cases {
@@ -209,8 +215,18 @@ func TestDorisOneStatementInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := len(fe.Statements()); got != 4*(4+1) {
-		t.Fatalf("FE received %d statements, want %d", got, 4*5)
+	// Each batch is 4 statements; a Check that finds a statement in flight
+	// sends nothing (see TestDorisCheckDoesNotWaitForTheStatementInFlight).
+	refreshes, checks := 0, 0
+	for _, st := range fe.Statements() {
+		if st == "SELECT 1" {
+			checks++
+		} else {
+			refreshes++
+		}
+	}
+	if refreshes != 4*4 || checks > 4 {
+		t.Fatalf("FE received %d REFRESH and %d SELECT 1, want %d and at most 4", refreshes, checks, 4*4)
 	}
 	if got := fe.Overlaps(); got != 0 {
 		t.Errorf("%d requests overlapped another one", got)
@@ -282,5 +298,85 @@ func TestDorisObserveSeesEveryStatement(t *testing.T) {
 	want := []seen{{"hive", false}, {"hive", true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("observed %+v; want %+v", got, want)
+	}
+}
+
+// A configuration error names what the FE answered, never the password: the
+// operator must be sent to the catalog or the URL, not to the credentials.
+func TestDorisConfigurationErrorsQuoteTheFE(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{Password: "pw"})
+	defer fe.Close()
+	a := newDorisFor(t, fe.URL, "pw", 0)
+	cases := []struct {
+		name  string
+		fault fetest.Fault
+		b     change.Batch
+		quote string // from the FE's answer
+	}{
+		{"unknown catalog", fetest.Fault{Code: 1, Message: "errCode = 2, detailMessage = Unknown catalog 'hive'"}, ops(addP("d", "t", "p=1")), "Unknown catalog 'hive'"},
+		{"not an envelope", fetest.Fault{Body: "<html>proxy login page</html>"}, ops(addP("d", "t", "p=1")), "<html>proxy login page</html>"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fe.ClearFaults()
+			f := c.fault
+			f.Times = 1
+			fe.InjectFault(f)
+			err := a.Apply(context.Background(), c.b)
+			checkClass(t, err, ptr(Configuration))
+			msg := err.Error()
+			if !strings.Contains(msg, c.quote) {
+				t.Errorf("error %q does not quote the FE's answer %q", msg, c.quote)
+			}
+			if strings.Contains(strings.ToLower(msg), "password") {
+				t.Errorf("a configuration error blames the password: %q", msg)
+			}
+		})
+	}
+}
+
+// A REFRESH held longer than the check's timeout does not fail the check: the
+// statement in flight proves the FE answers, and the check does not queue
+// behind it (the FE runs one statement of ours at a time).
+func TestDorisCheckDoesNotWaitForTheStatementInFlight(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	hold := make(chan struct{})
+	fe.InjectFault(fetest.Fault{Match: "REFRESH", Hold: hold, Times: 1})
+	a := newDorisFor(t, fe.URL, "", 0)
+	applied := make(chan error, 1)
+	go func() { applied <- a.Apply(context.Background(), ops(addP("d", "t", "p=1"))) }()
+	await := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	await("the REFRESH to reach the FE", func() bool { return len(fe.Statements()) == 1 })
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := a.Check(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("Check while a REFRESH is in flight: %v", err)
+		}
+	}
+	if got := fe.Statements(); len(got) != 1 || fe.Overlaps() != 0 {
+		t.Errorf("the checks sent %q (overlaps %d) while the REFRESH was in flight; want nothing sent", got[1:], fe.Overlaps())
+	}
+	close(hold)
+	if err := <-applied; err != nil {
+		t.Fatal(err)
+	}
+	// With nothing in flight the check asks the FE again.
+	if err := a.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fe.Statements(); got[len(got)-1] != "SELECT 1" {
+		t.Errorf("Check with nothing in flight sent %q, want SELECT 1 last", got)
 	}
 }

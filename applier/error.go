@@ -16,11 +16,17 @@ const (
 	// that retrying will not change) make the caller self-heal: cursor := -1,
 	// so the next cycle full-refreshes past the poison event.
 	Deterministic
-	// Auth covers authentication and configuration failures (bad password, a
-	// missing privilege, a catalog the FE does not have, a URL that is not a
-	// Doris FE). They are reported loudly and retried slowly, and never reset
-	// the cursor: a full refresh would fail the same way.
+	// Auth: the FE refused hmssync's credentials or privileges (HTTP 401 or
+	// 403, Doris's code 401, "access denied"). Reported loudly as a credentials
+	// problem and retried slowly; the cursor is kept: a full refresh would fail
+	// the same way.
 	Auth
+	// Configuration: the FE answered, but not as the configured one should (a
+	// catalog it does not have, an answer that is not a Doris envelope, a URL
+	// that is not an FE, a request that could not even be built). Handled like
+	// Auth (loud, slow retry, cursor kept), but the error says what the FE
+	// answered instead of blaming the password.
+	Configuration
 )
 
 // String returns the class's lower-case name, as used in logs and metrics.
@@ -32,6 +38,8 @@ func (c Class) String() string {
 		return "deterministic"
 	case Auth:
 		return "auth"
+	case Configuration:
+		return "configuration"
 	}
 	return fmt.Sprintf("class(%d)", int(c))
 }

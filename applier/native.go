@@ -58,7 +58,9 @@ type NativeState struct {
 }
 
 // Apply posts b. 2xx means applied (or already applied); 401 and 403 are Auth;
-// other 4xx Deterministic; 5xx and network failures Transient.
+// 404 is Configuration (the FE does not know the catalog, or does not serve the
+// protocol: applying it again, or a full refresh, would get the same answer);
+// 408, 429, 5xx and network failures Transient; other 4xx Deterministic.
 func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 	path := ChangesPath(b.Catalog)
 	what := fmt.Sprintf("POST %s events (%d, %d]", path, b.From, b.To)
@@ -74,6 +76,9 @@ func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 	}
 	start := time.Now()
 	_, err = n.do(ctx, http.MethodPost, path, body)
+	if errors.Is(err, errNotFound) {
+		err = &Error{Class: Configuration, Err: fmt.Errorf("the FE does not know catalog %q (create it on the FE, or fix catalogs[].name), or does not serve the hmssync native protocol v%d (use fe.dialect doris?): %w", b.Catalog, NativeVersion, err)}
+	}
 	n.c.observe(b.Catalog, err)
 	if err != nil {
 		n.c.Logger.Debug("fe batch failed", zap.String("fe", n.c.URL), zap.String("request", what),
@@ -92,7 +97,7 @@ func (n *Native) Check(ctx context.Context) error {
 	raw, err := n.do(ctx, http.MethodGet, PingPath, nil)
 	if err != nil {
 		if errors.Is(err, errNotFound) {
-			return n.fail(Auth, "GET "+PingPath, fmt.Errorf("the FE does not implement the hmssync native protocol v%d (use fe.dialect doris?)", NativeVersion))
+			return n.fail(Configuration, "GET "+PingPath, fmt.Errorf("the FE does not implement the hmssync native protocol v%d (use fe.dialect doris?): %w", NativeVersion, err))
 		}
 		return n.fail(ClassOf(err), "GET "+PingPath, err)
 	}
@@ -100,7 +105,7 @@ func (n *Native) Check(ctx context.Context) error {
 		Versions []int `json:"versions"`
 	}
 	if err := json.Unmarshal(raw, &ping); err != nil || !slices.Contains(ping.Versions, NativeVersion) {
-		return n.fail(Auth, "GET "+PingPath, fmt.Errorf("the FE does not offer native protocol v%d: %s", NativeVersion, excerpt(raw)))
+		return n.fail(Configuration, "GET "+PingPath, fmt.Errorf("the FE does not offer native protocol v%d: %s", NativeVersion, excerpt(raw)))
 	}
 	return nil
 }
@@ -133,7 +138,7 @@ func (n *Native) do(ctx context.Context, method, path string, body []byte) ([]by
 	}
 	req, err := http.NewRequestWithContext(ctx, method, n.c.URL+path, rd)
 	if err != nil {
-		return nil, &Error{Class: Auth, Err: fmt.Errorf("building the request: %w", err)}
+		return nil, &Error{Class: Configuration, Err: fmt.Errorf("building the request to %s (check fe.url): %w", n.c.URL+path, err)}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -156,13 +161,11 @@ func (n *Native) do(ctx context.Context, method, path string, body []byte) ([]by
 	msg := nativeErrorText(raw)
 	switch {
 	case code == http.StatusNotFound:
-		return nil, &Error{Class: Deterministic, Err: fmt.Errorf("%w: %s", errNotFound, msg)}
+		return nil, &Error{Class: Configuration, Err: fmt.Errorf("%w: %s", errNotFound, msg)}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return nil, &Error{Class: Auth, Err: fmt.Errorf("HTTP %d (check fe.user, the FE password and its privileges): %s", code, msg)}
-	case code >= 500:
-		return nil, &Error{Class: Transient, Err: fmt.Errorf("HTTP %d: %s", code, msg)}
 	}
-	return nil, &Error{Class: Deterministic, Err: fmt.Errorf("HTTP %d: %s", code, msg)}
+	return nil, &Error{Class: statusClass(code), Err: fmt.Errorf("HTTP %d: %s", code, msg)}
 }
 
 func (n *Native) fail(c Class, what string, err error) error {

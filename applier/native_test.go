@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hmssync/hmssync/applier/fetest"
@@ -87,7 +88,10 @@ func TestNativeErrorClasses(t *testing.T) {
 		{"401", fetest.Fault{HTTPStatus: 401}, Auth},
 		{"403", fetest.Fault{HTTPStatus: 403}, Auth},
 		{"400", fetest.Fault{HTTPStatus: 400}, Deterministic},
-		{"404", fetest.Fault{HTTPStatus: 404}, Deterministic},
+		{"404: catalog unknown to the FE", fetest.Fault{HTTPStatus: 404}, Configuration},
+		{"408", fetest.Fault{HTTPStatus: 408}, Transient},
+		{"409", fetest.Fault{HTTPStatus: 409}, Deterministic},
+		{"429", fetest.Fault{HTTPStatus: 429}, Transient},
 		{"422", fetest.Fault{HTTPStatus: 422}, Deterministic},
 		{"500", fetest.Fault{HTTPStatus: 500}, Transient},
 		{"503", fetest.Fault{HTTPStatus: 503}, Transient},
@@ -128,10 +132,28 @@ func TestNativeErrorClasses(t *testing.T) {
 func TestNativeCheckOfAnFEWithoutTheProtocol(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	checkClass(t, newNativeFor(t, srv.URL, "").Check(context.Background()), ptr(Auth))
+	checkClass(t, newNativeFor(t, srv.URL, "").Check(context.Background()), ptr(Configuration))
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"protocol":"hmssync-fe","versions":[2]}`))
 	}))
 	defer other.Close()
-	checkClass(t, newNativeFor(t, other.URL, "").Check(context.Background()), ptr(Auth))
+	checkClass(t, newNativeFor(t, other.URL, "").Check(context.Background()), ptr(Configuration))
+}
+
+// The FE's own "no such catalog" answer (protocol rule 3) reaches the operator
+// verbatim, with the catalog's name, and without blaming the password.
+func TestNativeUnknownCatalogIsAConfigurationError(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	fe.InjectFault(fetest.Fault{Native: true, HTTPStatus: 404, Message: "catalog lakehouse is not defined on this FE"})
+	err := newNativeFor(t, fe.URL, "").Apply(context.Background(), change.Batch{Catalog: "lakehouse", From: 0, To: 1})
+	checkClass(t, err, ptr(Configuration))
+	for _, want := range []string{"catalog lakehouse is not defined on this FE", `"lakehouse"`, "404"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(strings.ToLower(err.Error()), "password") {
+		t.Errorf("a configuration error blames the password: %q", err)
+	}
 }

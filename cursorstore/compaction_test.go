@@ -23,7 +23,7 @@ func TestWatchRecoversFromCompaction(t *testing.T) {
 	// compact past the revision the watch will resume from.
 	var compactedAt int64
 	s.beforeWatch = func(k string, readRev int64) {
-		if compactedAt != 0 || k != key {
+		if compactedAt != 0 || k != s.keys.masterDir("hive") {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

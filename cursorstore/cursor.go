@@ -26,6 +26,15 @@ type Cursor struct {
 	// Raw is the value as stored, for messages; it differs from Value's decimal
 	// form only for a value that failed to parse (see BadValueError).
 	Raw string
+
+	// Epoch is the lineage Value belongs to (SPEC §2a): the epoch key's value,
+	// 0 when that key is absent (a cluster from before epochs). EpochRev is the
+	// epoch key's ModRevision, 0 when absent: the fenced commit compares it.
+	Epoch, EpochRev int64
+	// Metastore is the metastore's db uuid recorded for the lineage ("" when
+	// none was recorded); master cursors only. MetastoreRev is its ModRevision.
+	Metastore    string
+	MetastoreRev int64
 }
 
 // String is the cursor as `cursor get` prints it: the decimal value or "unset".
@@ -95,18 +104,47 @@ func (s *Store) get(ctx context.Context, key string) (*mvccpb.KeyValue, int64, e
 	return resp.Kvs[0], resp.Header.Revision, nil
 }
 
-// MasterCursor reads the committed cursor of catalog. A value that is not a
-// decimal is a *BadValueError (the Cursor still carries Rev and Raw).
+// MasterCursor reads the committed cursor of catalog with its epoch and
+// metastore identity, in one linearizable read. A value that is not a decimal
+// is a *BadValueError (the Cursor still carries Rev and Raw).
 func (s *Store) MasterCursor(ctx context.Context, catalog string) (Cursor, error) {
 	if err := s.check(catalogName(catalog)); err != nil {
 		return Cursor{}, err
 	}
-	key := s.keys.masterCursor(catalog)
-	kv, _, err := s.get(ctx, key)
+	dir := s.keys.masterDir(catalog)
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	resp, err := s.cli.Get(rctx, dir, clientv3.WithPrefix())
 	if err != nil {
-		return Cursor{}, err
+		return Cursor{}, fmt.Errorf("read %s* from etcd: %w", dir, err)
 	}
-	return parseCursor(key, kv, s.masterFix(catalog))
+	return s.parseMaster(catalog, resp.Kvs)
+}
+
+// parseMaster assembles a master cursor from the keys under its catalog's
+// directory (any order; absent keys are simply not there).
+func (s *Store) parseMaster(catalog string, kvs []*mvccpb.KeyValue) (Cursor, error) {
+	var cursorKV, epochKV, uuidKV *mvccpb.KeyValue
+	for _, kv := range kvs {
+		switch string(kv.Key) {
+		case s.keys.masterCursor(catalog):
+			cursorKV = kv
+		case s.keys.masterEpoch(catalog):
+			epochKV = kv
+		case s.keys.masterMetastore(catalog):
+			uuidKV = kv
+		}
+	}
+	c, err := parseCursor(s.keys.masterCursor(catalog), cursorKV, s.masterFix(catalog))
+	if uuidKV != nil {
+		c.Metastore, c.MetastoreRev = string(uuidKV.Value), uuidKV.ModRevision
+	}
+	e, eerr := parseEpoch(s.keys.masterEpoch(catalog), epochKV, s.epochFix(catalog))
+	c.Epoch, c.EpochRev = e.value, e.rev
+	if err == nil {
+		err = eerr
+	}
+	return c, err
 }
 
 // SetMaster is the operator's override of the master cursor (`cursor set`, and
@@ -141,21 +179,30 @@ func (s *Store) setMaster(ctx context.Context, catalog string, value int64, led 
 	candidates := s.keys.election() + "/" // the election's candidate keys: <prefix>/<lease hex>
 	const attempts = 5
 	for range attempts {
-		kv, _, err := s.get(ctx, key)
+		rctx, cancel := s.request(ctx)
+		cur, err := s.cli.Get(rctx, s.keys.masterDir(catalog), clientv3.WithPrefix())
+		cancel()
 		if err != nil {
-			return Cursor{}, err
+			return Cursor{}, fmt.Errorf("read %s from etcd: %w", key, err)
 		}
-		old, _ = parseCursor(key, kv, "") // a bad old value is what the operator is fixing
-		conds := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", old.Rev)}
+		old, _ = s.parseMaster(catalog, cur.Kvs) // a bad old value is what the operator is fixing
+		ops := []clientv3.Op{clientv3.OpPut(key, formatCursor(value))}
+		if epoch := operatorEpoch(old, value); epoch != old.Epoch || old.EpochRev == 0 {
+			ops = append(ops, clientv3.OpPut(s.keys.masterEpoch(catalog), formatCursor(epoch)))
+		}
+		conds := []clientv3.Cmp{
+			clientv3.Compare(clientv3.ModRevision(key), "=", old.Rev),
+			clientv3.Compare(clientv3.ModRevision(s.keys.masterEpoch(catalog)), "=", old.EpochRev),
+		}
 		if led {
 			// Over a range, etcd holds a comparison true only if every key
 			// in it satisfies it, and false for an empty range.
 			conds = append(conds, clientv3.Compare(clientv3.CreateRevision(candidates), ">", 0).WithPrefix())
 		}
-		rctx, cancel := s.request(ctx)
+		rctx, cancel = s.request(ctx)
 		resp, err := s.cli.Txn(rctx).
 			If(conds...).
-			Then(clientv3.OpPut(key, formatCursor(value))).
+			Then(ops...).
 			Else(clientv3.OpGet(candidates, clientv3.WithPrefix(), clientv3.WithCountOnly())).
 			Commit()
 		cancel()
@@ -163,7 +210,8 @@ func (s *Store) setMaster(ctx context.Context, catalog string, value int64, led 
 			return old, fmt.Errorf("set %s to %d: %w: %w (read it again before retrying)", key, value, ErrOutcomeUnknown, err)
 		}
 		if resp.Succeeded {
-			s.log.Warn("master cursor set by operator", zap.String("key", key), zap.Stringer("old", old), zap.Int64("new", value))
+			s.log.Warn("master cursor set by operator", zap.String("key", key), zap.Stringer("old", old), zap.Int64("new", value),
+				zap.Int64("old_epoch", old.Epoch), zap.Int64("epoch", operatorEpoch(old, value)))
 			return old, nil
 		}
 		if led && resp.Responses[0].GetResponseRange().Count == 0 {

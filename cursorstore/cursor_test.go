@@ -83,7 +83,7 @@ func TestBadValuesAreReportedWithKeyAndValueAndNeverReset(t *testing.T) {
 	if _, err := srv.Client.Put(ctx, "/hmssync/test/members/m1/cursors/hive", "x1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutMemberCursor(ctx, "m1", "iceberg", 5); err != nil {
+	if err := s.PutMemberCursor(ctx, "m1", "iceberg", 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.MemberCursor(ctx, "m1", "hive"); err == nil || !strings.Contains(err.Error(), `"x1"`) {
@@ -102,7 +102,7 @@ func TestMemberCursorIsDurableAndPlain(t *testing.T) {
 	if c, err := s.MemberCursor(ctx, "fe-1", "hive"); err != nil || c.Exists {
 		t.Fatalf("fresh member cursor %+v %v", c, err)
 	}
-	if err := s.PutMemberCursor(ctx, "fe-1", "hive", 120); err != nil {
+	if err := s.PutMemberCursor(ctx, "fe-1", "hive", 120, 0); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := srv.Client.Get(ctx, "/hmssync/test/members/fe-1/cursors/hive")
@@ -115,7 +115,7 @@ func TestMemberCursorIsDurableAndPlain(t *testing.T) {
 	if c, err := s.MemberCursor(ctx, "fe-1", "hive"); err != nil || c.Value != 120 {
 		t.Fatalf("MemberCursor = %+v, %v", c, err)
 	}
-	if err := s.PutMemberCursor(ctx, "fe-1", "hive", -5); err == nil {
+	if err := s.PutMemberCursor(ctx, "fe-1", "hive", -5, 0); err == nil {
 		t.Fatal("PutMemberCursor accepted -5")
 	}
 }

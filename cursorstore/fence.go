@@ -25,41 +25,58 @@ var (
 	// ErrBackwards: the commit would lower the cursor. Only an explicit reset
 	// (SetMaster, or RewindMaster after an HMS log reset) may do that.
 	ErrBackwards = errors.New("the cursor would move backwards")
+	// ErrNewLineage: the commit would continue the recorded lineage with a
+	// cursor of another metastore. Nothing was written; the master must
+	// full-refresh and commit with RewindMaster.
+	ErrNewLineage = errors.New("the metastore differs from the one the committed cursor belongs to")
 	// ErrNoMaster: SetMasterLed found no member campaigning for the master
 	// role, so no running master would take the value up. Nothing was written.
 	ErrNoMaster = errors.New("no member of the cluster campaigns for the master role")
 )
 
 // CommitMaster moves catalog's master cursor from lastSeen (as returned by
-// MasterCursor, WatchMaster or the previous commit) to value, fenced by the
-// master's token, in one transaction (SPEC §4):
+// MasterCursor, WatchMaster or the previous commit) to value within lastSeen's
+// epoch, fenced by the master's token, in one transaction (SPEC §4, §2a):
 //
 //	If CreateRevision(tok.Key) == tok.Rev AND ModRevision(cursor) == lastSeen.Rev
-//	Then Put(cursor, value) Else Get(tok.Key), Get(cursor)
+//	   AND ModRevision(epoch) == lastSeen.EpochRev
+//	Then Put(cursor, value) [, Put(epoch) when absent] [, Put(metastore) when first known]
+//	Else Get(tok.Key), Get(catalog's keys)
 //
-// It returns the new cursor. Errors: ErrBackwards (value < lastSeen.Value, nothing
-// sent), ErrNotLeader, ErrConflict (the returned Cursor is the current one), and
+// metastore is the metastore's db uuid as the master reads it ("" when it offers
+// none); it is recorded when lastSeen has none. A different uuid than the
+// recorded one is a new lineage: RewindMaster. It returns the new cursor. Errors:
+// ErrBackwards (value < lastSeen.Value, nothing sent), ErrNewLineage (metastore
+// differs from the recorded one, nothing sent), ErrNotLeader, ErrConflict (the
+// returned Cursor is the current one: the cursor or its epoch moved), and
 // ErrOutcomeUnknown.
-func (s *Store) CommitMaster(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value int64) (Cursor, error) {
+func (s *Store) CommitMaster(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value int64, metastore string) (Cursor, error) {
 	if lastSeen.Exists && value < lastSeen.Value {
 		return lastSeen, fmt.Errorf("commit %s: %d -> %d: %w", s.keys.masterCursor(catalog), lastSeen.Value, value, ErrBackwards)
 	}
-	return s.fencedPut(ctx, catalog, tok, lastSeen, value)
+	if metastore != "" && lastSeen.Metastore != "" && metastore != lastSeen.Metastore {
+		return lastSeen, fmt.Errorf("commit %s=%d: metastore %s, recorded %s: %w", s.keys.masterCursor(catalog), value, metastore, lastSeen.Metastore, ErrNewLineage)
+	}
+	return s.fencedPut(ctx, catalog, tok, lastSeen, value, lastSeen.Epoch, metastore)
 }
 
-// RewindMaster is CommitMaster without the backwards check, for the one case in
-// which the master itself must lower the cursor: the HMS notification log was
-// reset (a new metastore database, current event id below the cursor).
-func (s *Store) RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value int64) (Cursor, error) {
-	c, err := s.fencedPut(ctx, catalog, tok, lastSeen, value)
-	if err == nil && lastSeen.Exists && value < lastSeen.Value {
-		s.log.Warn("master cursor rewound", zap.String("key", s.keys.masterCursor(catalog)),
-			zap.Int64("old", lastSeen.Value), zap.Int64("new", value))
+// RewindMaster is the fenced commit of a new lineage: the master full-refreshed
+// its FE because the metastore's notification log was reset (a new metastore
+// database: the current event id below the cursor) or the metastore's identity
+// changed. It writes value (which may be lower than lastSeen's) with epoch
+// lastSeen.Epoch+1, so that every member learns that its cursor, whatever its
+// value, belongs to the old log. metastore replaces the recorded uuid when not "".
+func (s *Store) RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value int64, metastore string) (Cursor, error) {
+	c, err := s.fencedPut(ctx, catalog, tok, lastSeen, value, lastSeen.Epoch+1, metastore)
+	if err == nil {
+		s.log.Warn("master cursor starts a new epoch", zap.String("key", s.keys.masterCursor(catalog)),
+			zap.Stringer("old", lastSeen), zap.Int64("new", value), zap.Int64("old_epoch", lastSeen.Epoch), zap.Int64("epoch", c.Epoch),
+			zap.String("metastore", c.Metastore))
 	}
 	return c, err
 }
 
-func (s *Store) fencedPut(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value int64) (Cursor, error) {
+func (s *Store) fencedPut(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value, epoch int64, metastore string) (Cursor, error) {
 	if err := s.check(catalogName(catalog)); err != nil {
 		return Cursor{}, err
 	}
@@ -75,33 +92,49 @@ func (s *Store) fencedPut(ctx context.Context, catalog string, tok election.Toke
 	if !tok.Valid() {
 		return Cursor{}, fmt.Errorf("commit %s=%d without a fencing token: %w", key, value, ErrNotLeader)
 	}
+	epochKey, uuidKey := s.keys.masterEpoch(catalog), s.keys.masterMetastore(catalog)
+	ops := []clientv3.Op{clientv3.OpPut(key, formatCursor(value))}
+	writeEpoch := epoch != lastSeen.Epoch || lastSeen.EpochRev == 0
+	if writeEpoch {
+		ops = append(ops, clientv3.OpPut(epochKey, formatCursor(epoch)))
+	}
+	writeUUID := metastore != "" && metastore != lastSeen.Metastore
+	if writeUUID {
+		ops = append(ops, clientv3.OpPut(uuidKey, metastore))
+	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	resp, err := s.cli.Txn(rctx).
 		If(clientv3.Compare(clientv3.CreateRevision(tok.Key), "=", tok.Rev),
-			clientv3.Compare(clientv3.ModRevision(key), "=", lastSeen.Rev)).
-		Then(clientv3.OpPut(key, formatCursor(value))).
-		Else(clientv3.OpGet(tok.Key), clientv3.OpGet(key)).
+			clientv3.Compare(clientv3.ModRevision(key), "=", lastSeen.Rev),
+			clientv3.Compare(clientv3.ModRevision(epochKey), "=", lastSeen.EpochRev)).
+		Then(ops...).
+		Else(clientv3.OpGet(tok.Key), clientv3.OpGet(s.keys.masterDir(catalog), clientv3.WithPrefix())).
 		Commit()
 	if err != nil {
 		return Cursor{}, fmt.Errorf("commit %s=%d: %w: %w (read the cursor before writing again)", key, value, ErrOutcomeUnknown, err)
 	}
 	if resp.Succeeded {
-		v := formatCursor(value)
-		return Cursor{Value: value, Exists: true, Rev: resp.Header.Revision, Raw: v}, nil
+		rev := resp.Header.Revision
+		c := Cursor{Value: value, Exists: true, Rev: rev, Raw: formatCursor(value),
+			Epoch: epoch, EpochRev: lastSeen.EpochRev, Metastore: lastSeen.Metastore, MetastoreRev: lastSeen.MetastoreRev}
+		if writeEpoch {
+			c.EpochRev = rev
+		}
+		if writeUUID {
+			c.Metastore, c.MetastoreRev = metastore, rev
+		}
+		return c, nil
 	}
 
 	leader := resp.Responses[0].GetResponseRange().Kvs
-	cur, parseErr := Cursor{}, error(nil)
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		cur, parseErr = parseCursor(key, kvs[0], s.masterFix(catalog))
-	}
+	cur, parseErr := s.parseMaster(catalog, resp.Responses[1].GetResponseRange().Kvs)
 	if len(leader) == 0 || leader[0].CreateRevision != tok.Rev {
 		return cur, fmt.Errorf("commit %s=%d with leader key %s@%d: %w", key, value, tok.Key, tok.Rev, ErrNotLeader)
 	}
 	if parseErr != nil {
 		return cur, fmt.Errorf("commit %s=%d: %w: %w", key, value, ErrConflict, parseErr)
 	}
-	return cur, fmt.Errorf("commit %s=%d: last seen %s at revision %d, now %s at revision %d: %w",
-		key, value, lastSeen, lastSeen.Rev, cur, cur.Rev, ErrConflict)
+	return cur, fmt.Errorf("commit %s=%d: last seen %s (epoch %d) at revision %d, now %s (epoch %d) at revision %d: %w",
+		key, value, lastSeen, lastSeen.Epoch, lastSeen.Rev, cur, cur.Epoch, cur.Rev, ErrConflict)
 }

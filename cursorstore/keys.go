@@ -13,7 +13,10 @@ const DefaultPrefix = "/hmssync"
 //
 //	root/election/<lease hex>          candidates (concurrency.Election layout), value = member name
 //	root/catalogs/<catalog>/cursor     master cursor, decimal
+//	root/catalogs/<catalog>/epoch      the master cursor's lineage (SPEC §2a), decimal
+//	root/catalogs/<catalog>/metastore  the metastore's db uuid the lineage belongs to
 //	root/members/<member>/cursors/<c>  a member's own cursor, decimal, durable
+//	root/members/<member>/epochs/<c>   the epoch that cursor belongs to, decimal
 //	root/members/<member>/status       a member's status JSON, bound to its lease
 //	root/pause                         present = maintenance mode
 type keys struct {
@@ -60,8 +63,17 @@ func (k keys) election() string       { return k.root + "/election" }
 func (k keys) pause() string          { return k.root + "/pause" }
 func (k keys) status(m string) string { return k.root + "/members/" + m + "/status" }
 
-func (k keys) masterCursor(catalog string) string {
-	return k.root + "/catalogs/" + catalog + "/cursor"
+// masterDir is the prefix of a catalog's committed keys (cursor, epoch,
+// metastore): one range read or watch covers them all. Names never contain '/',
+// so the prefix matches no other catalog.
+func (k keys) masterDir(catalog string) string { return k.root + "/catalogs/" + catalog + "/" }
+
+func (k keys) masterCursor(catalog string) string    { return k.masterDir(catalog) + "cursor" }
+func (k keys) masterEpoch(catalog string) string     { return k.masterDir(catalog) + "epoch" }
+func (k keys) masterMetastore(catalog string) string { return k.masterDir(catalog) + "metastore" }
+
+func (k keys) memberEpoch(member, catalog string) string {
+	return k.root + "/members/" + member + "/epochs/" + catalog
 }
 
 func (k keys) memberCursors(member string) string {
@@ -79,7 +91,10 @@ const (
 	kindOther keyKind = iota
 	kindCandidate
 	kindMasterCursor
+	kindMasterEpoch
+	kindMasterMetastore
 	kindMemberCursor
+	kindMemberEpoch
 	kindStatus
 	kindPause
 )
@@ -98,6 +113,12 @@ func (k keys) parseKey(key string) (kind keyKind, member, catalog string) {
 		return kindCandidate, "", ""
 	case len(parts) == 3 && parts[0] == "catalogs" && parts[2] == "cursor":
 		return kindMasterCursor, "", parts[1]
+	case len(parts) == 3 && parts[0] == "catalogs" && parts[2] == "epoch":
+		return kindMasterEpoch, "", parts[1]
+	case len(parts) == 3 && parts[0] == "catalogs" && parts[2] == "metastore":
+		return kindMasterMetastore, "", parts[1]
+	case len(parts) == 4 && parts[0] == "members" && parts[2] == "epochs":
+		return kindMemberEpoch, parts[1], parts[3]
 	case len(parts) == 3 && parts[0] == "members" && parts[2] == "status":
 		return kindStatus, parts[1], ""
 	case len(parts) == 4 && parts[0] == "members" && parts[2] == "cursors":

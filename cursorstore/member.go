@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -13,33 +14,52 @@ func (s *Store) memberFix(member string) string {
 }
 
 // MemberCursor reads a member's own durable cursor for catalog (what it resumes
-// from after a restart). A value that is not a decimal is a *BadValueError.
+// from after a restart) with the epoch it belongs to (SPEC §2a; 0 when the
+// member wrote none). A value that is not a decimal is a *BadValueError.
 func (s *Store) MemberCursor(ctx context.Context, member, catalog string) (Cursor, error) {
 	if err := s.check(memberName(member), catalogName(catalog)); err != nil {
 		return Cursor{}, err
 	}
-	key := s.keys.memberCursor(member, catalog)
-	kv, _, err := s.get(ctx, key)
+	key, epochKey := s.keys.memberCursor(member, catalog), s.keys.memberEpoch(member, catalog)
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	resp, err := s.cli.Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(epochKey)).Commit()
 	if err != nil {
-		return Cursor{}, err
+		return Cursor{}, fmt.Errorf("read %s and %s from etcd: %w", key, epochKey, err)
 	}
-	return parseCursor(key, kv, s.memberFix(member))
+	first := func(i int) *mvccpb.KeyValue {
+		if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
+			return kvs[0]
+		}
+		return nil
+	}
+	c, err := parseCursor(key, first(0), s.memberFix(member))
+	e, eerr := parseEpoch(epochKey, first(1), s.memberFix(member))
+	c.Epoch, c.EpochRev = e.value, e.rev
+	if err == nil {
+		err = eerr
+	}
+	return c, err
 }
 
-// PutMemberCursor stores a member's own cursor. It is not bound to a lease: it
-// must survive the member's restart.
-func (s *Store) PutMemberCursor(ctx context.Context, member, catalog string, value int64) error {
+// PutMemberCursor stores a member's own cursor and the epoch it belongs to, in
+// one transaction. It is not bound to a lease: it must survive the member's
+// restart.
+func (s *Store) PutMemberCursor(ctx context.Context, member, catalog string, value, epoch int64) error {
 	if err := s.check(memberName(member), catalogName(catalog)); err != nil {
 		return err
 	}
-	key := s.keys.memberCursor(member, catalog)
+	key, epochKey := s.keys.memberCursor(member, catalog), s.keys.memberEpoch(member, catalog)
 	if err := checkValue(value); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
+	if epoch < 0 {
+		return fmt.Errorf("put %s: epoch %d: want 0 or more", epochKey, epoch)
+	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	if _, err := s.cli.Put(rctx, key, formatCursor(value)); err != nil {
-		return fmt.Errorf("put %s=%d: %w", key, value, err)
+	if _, err := s.cli.Txn(rctx).Then(clientv3.OpPut(key, formatCursor(value)), clientv3.OpPut(epochKey, formatCursor(epoch))).Commit(); err != nil {
+		return fmt.Errorf("put %s=%d (epoch %d): %w", key, value, epoch, err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.uber.org/zap"
 )
 
@@ -62,8 +61,14 @@ func (s *Store) WatchPause(ctx context.Context) Watch[bool] {
 	first, last := true, false
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		s.watchKey(ctx, key, fresh, func(kv *mvccpb.KeyValue) {
-			on := kv != nil
+		s.watchKey(ctx, key, false, fresh, func(reset bool, changes []kvChange) {
+			on := last
+			if reset {
+				on = len(changes) > 0
+			}
+			if len(changes) > 0 {
+				on = changes[len(changes)-1].kv != nil
+			}
 			if !first && on == last {
 				return
 			}

@@ -29,10 +29,19 @@ type StatusPublisher struct {
 	ttl      time.Duration
 	interval time.Duration
 
-	mu     sync.Mutex
-	status MemberStatus
-	has    bool
-	kick   chan struct{} // one token while an unwritten update is pending
+	mu      sync.Mutex
+	status  MemberStatus
+	has     bool
+	kick    chan struct{} // one token while an unwritten update is pending
+	onWrite func(error)   // ObserveWrites's hook
+}
+
+// ObserveWrites makes the publisher call f after each attempt to write the
+// status key (nil: written), for metrics. Set it before Run.
+func (p *StatusPublisher) ObserveWrites(f func(error)) {
+	p.mu.Lock()
+	p.onWrite = f
+	p.mu.Unlock()
 }
 
 // NewStatusPublisher returns a publisher for member whose status lives for ttl
@@ -135,6 +144,7 @@ func (p *StatusPublisher) publish(ctx context.Context, key string, lease clientv
 				wake = time.After(wait)
 			} else {
 				err := p.put(ctx, key, lease)
+				p.observeWrite(err)
 				switch {
 				case err == nil:
 					dirty, last = false, time.Now()
@@ -159,6 +169,15 @@ func (p *StatusPublisher) publish(ctx context.Context, key string, lease clientv
 				return fmt.Errorf("keepalive of lease %x ended", lease)
 			}
 		}
+	}
+}
+
+func (p *StatusPublisher) observeWrite(err error) {
+	p.mu.Lock()
+	f := p.onWrite
+	p.mu.Unlock()
+	if f != nil && (err == nil || !errors.Is(err, context.Canceled)) {
+		f(err)
 	}
 }
 

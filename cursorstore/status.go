@@ -50,7 +50,10 @@ type ClusterStatus struct {
 	Paused        bool             `json:"paused"`
 	PauseReason   string           `json:"pause_reason,omitempty"`
 	MasterCursors map[string]int64 `json:"master_cursors"`
-	Members       []MemberView     `json:"members"`
+	// Epochs is each catalog's committed epoch (SPEC §2a); a catalog with a
+	// cursor but no epoch key is at epoch 0.
+	Epochs  map[string]int64 `json:"epochs"`
+	Members []MemberView     `json:"members"`
 	// Problems are values that could not be read (each names its key and value).
 	Problems []string `json:"problems,omitempty"`
 }
@@ -75,6 +78,10 @@ type MemberCatalog struct {
 	Cursor *int64 `json:"cursor"`
 	// StoredCursor is the durable cursor key (what a restart resumes from).
 	StoredCursor *int64 `json:"stored_cursor"`
+	// StoredEpoch is the epoch the durable cursor belongs to (0 when the
+	// member wrote none); a member whose epoch differs from the committed one
+	// full-refreshes before it applies again.
+	StoredEpoch *int64 `json:"stored_epoch"`
 	// Lag is the master cursor minus Cursor, nil when either is unknown.
 	Lag       *int64 `json:"lag"`
 	LastError string `json:"last_error,omitempty"`
@@ -95,7 +102,7 @@ func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
 	if err != nil {
 		return ClusterStatus{}, fmt.Errorf("read %s/ from etcd: %w", root, err)
 	}
-	cs := ClusterStatus{Root: root, Revision: resp.Header.Revision, MasterCursors: map[string]int64{}}
+	cs := ClusterStatus{Root: root, Revision: resp.Header.Revision, MasterCursors: map[string]int64{}, Epochs: map[string]int64{}}
 	members := map[string]*MemberView{}
 	view := func(name string) *MemberView {
 		if m, ok := members[name]; ok {
@@ -127,6 +134,27 @@ func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
 				continue
 			}
 			cs.MasterCursors[catalog] = c.Value
+			if _, ok := cs.Epochs[catalog]; !ok {
+				cs.Epochs[catalog] = 0
+			}
+		case kindMasterEpoch:
+			e, err := parseEpoch(key, kv, s.epochFix(catalog))
+			if err != nil {
+				cs.Problems = append(cs.Problems, err.Error())
+				continue
+			}
+			cs.Epochs[catalog] = e.value
+		case kindMemberEpoch:
+			e, err := parseEpoch(key, kv, s.memberFix(member))
+			if err != nil {
+				cs.Problems = append(cs.Problems, err.Error())
+				view(member)
+				continue
+			}
+			m := view(member)
+			mc := m.Catalogs[catalog]
+			mc.StoredEpoch = &e.value
+			m.Catalogs[catalog] = mc
 		case kindMemberCursor:
 			c, err := parseCursor(key, kv, s.memberFix(member))
 			if err != nil {

@@ -17,18 +17,33 @@ import (
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
-// watchKey calls update with key's current state (nil when absent) and then with
-// every change, until ctx ends. The pattern is Get, then Watch from the read's
-// revision, with WithRequireLeader (a member cut off from its cluster cancels
-// the watch instead of hanging). Whenever the watch ends for any reason but ctx
-// (compaction, no leader, a closed stream, silence past the freshness bound) the
-// key is read again, so no change is lost and update sees the same state twice
-// at most (the watch repeats the change made at the read's revision, if it was
-// this key's). fresh records each answer from etcd and each failure.
-func (s *Store) watchKey(ctx context.Context, key string, fresh *freshness, update func(kv *mvccpb.KeyValue)) {
+// kvChange is one key's new state in a watched range: kv nil when deleted.
+type kvChange struct {
+	key string
+	kv  *mvccpb.KeyValue
+}
+
+// watchKey calls apply with key's current state (reset true: the changes are
+// every key present, nil when none; with prefix, every key under key) and then
+// with the changes of each watch response (reset false; the events of one
+// revision, as one transaction wrote them, arrive together), until ctx ends.
+// The pattern is Get, then Watch from the read's revision, with
+// WithRequireLeader (a member cut off from its cluster cancels the watch
+// instead of hanging). Whenever the watch ends for any reason but ctx
+// (compaction, no leader, a closed stream, silence past the freshness bound)
+// the range is read again, so no change is lost and apply sees the same state
+// twice at most (the watch repeats the changes made at the read's revision).
+// fresh records each answer from etcd and each failure.
+func (s *Store) watchKey(ctx context.Context, key string, prefix bool, fresh *freshness, apply func(reset bool, changes []kvChange)) {
 	delay := retry.NewDelay(50*time.Millisecond, 2*s.timeout)
+	var opts []clientv3.OpOption
+	if prefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
 	for ctx.Err() == nil {
-		kv, rev, err := s.get(ctx, key)
+		rctx, cancel := s.request(ctx)
+		resp, err := s.cli.Get(rctx, key, opts...)
+		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
 				fresh.failed(err)
@@ -38,11 +53,16 @@ func (s *Store) watchKey(ctx context.Context, key string, fresh *freshness, upda
 			continue
 		}
 		fresh.heardNow()
-		update(kv)
+		changes := make([]kvChange, 0, len(resp.Kvs))
+		for _, kv := range resp.Kvs {
+			changes = append(changes, kvChange{key: string(kv.Key), kv: kv})
+		}
+		apply(true, changes)
+		rev := resp.Header.Revision
 		if s.beforeWatch != nil {
 			s.beforeWatch(key, rev)
 		}
-		err = s.follow(ctx, key, rev, fresh, delay, update)
+		err = s.follow(ctx, key, opts, rev, fresh, delay, apply)
 		if ctx.Err() != nil {
 			return
 		}
@@ -58,8 +78,9 @@ func (s *Store) watchKey(ctx context.Context, key string, fresh *freshness, upda
 	}
 }
 
-// follow watches key from revision from, calling update with each change, until
-// the watch fails (the error says why) or ctx ends (nil). A watch on a gRPC
+// follow watches key (with opts) from revision from, calling apply with each
+// response's changes, until the watch fails (the error says why) or ctx ends
+// (nil). A watch on a gRPC
 // stream that etcd no longer answers (a partitioned client: the stream neither
 // delivers nor fails) is found by asking etcd for a progress notification every
 // request timeout: when nothing at all came back for the freshness bound, the
@@ -71,14 +92,15 @@ func (s *Store) watchKey(ctx context.Context, key string, fresh *freshness, upda
 // client shares one stream among all watches whose contexts carry the same
 // metadata, and other watches of the same client (the election's) start in the
 // future and would silence every progress request while etcd is quiet.
-func (s *Store) follow(ctx context.Context, key string, from int64, fresh *freshness, delay *retry.Delay, update func(kv *mvccpb.KeyValue)) error {
+func (s *Store) follow(ctx context.Context, key string, opts []clientv3.OpOption, from int64, fresh *freshness, delay *retry.Delay, apply func(bool, []kvChange)) error {
 	own := metadata.AppendToOutgoingContext(ctx, "hmssync-watch", strconv.QuoteToASCII(key))
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(own))
 	defer cancel()
 	// Watch returns only once etcd created the watch and has no deadline of its
 	// own: the timer cancels a creation etcd does not answer.
 	creating := time.AfterFunc(s.freshBound, cancel)
-	wch := s.cli.Watch(wctx, key, clientv3.WithRev(from), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify())
+	wopts := append([]clientv3.OpOption{clientv3.WithRev(from), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify()}, opts...)
+	wch := s.cli.Watch(wctx, key, wopts...)
 	if !creating.Stop() {
 		return fmt.Errorf("etcd did not create the watch within %s", s.freshBound.Round(time.Millisecond))
 	}
@@ -105,13 +127,18 @@ func (s *Store) follow(ctx context.Context, key string, from int64, fresh *fresh
 				// etcd creates and cancels at once must not retry in a spin.
 				delay.Reset()
 			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
-					update(nil)
-				} else {
-					update(ev.Kv)
-				}
+			if len(wr.Events) == 0 {
+				continue
 			}
+			changes := make([]kvChange, 0, len(wr.Events))
+			for _, ev := range wr.Events {
+				c := kvChange{key: string(ev.Kv.Key)}
+				if ev.Type != mvccpb.DELETE {
+					c.kv = ev.Kv
+				}
+				changes = append(changes, c)
+			}
+			apply(false, changes)
 		case now := <-ask.C:
 			if d := fresh.silentFor(now); d > s.freshBound {
 				return fmt.Errorf("no answer from etcd for %s (bound %s)", d.Round(time.Millisecond), s.freshBound.Round(time.Millisecond))
@@ -136,7 +163,9 @@ func (s *Store) requestProgress(wctx context.Context, key string) {
 // (compaction, lost leader, broken or silent stream): a metric for operators.
 func (s *Store) WatchRestarts() int64 { return s.watchRestarts.Load() }
 
-// WatchMaster follows catalog's master cursor: the current value first (also
+// WatchMaster follows catalog's master cursor with its epoch and metastore
+// identity (one watch over the catalog's keys, so a cursor and the epoch written
+// in the same transaction arrive as one value): the current value first (also
 // when absent: Exists false), then every change, until ctx ends, when the
 // channel is closed. A slow reader is not queued up: it receives the newest value
 // (intermediate ones may be skipped). Survives reconnects, member loss and
@@ -144,8 +173,7 @@ func (s *Store) WatchRestarts() int64 { return s.watchRestarts.Load() }
 // a decimal) is logged with its key and skipped: the channel keeps the last good
 // value until someone fixes the key.
 func (s *Store) WatchMaster(ctx context.Context, catalog string) Watch[Cursor] {
-	key := s.keys.masterCursor(catalog)
-	fresh := newFreshness(key, s.freshBound)
+	fresh := newFreshness(s.keys.masterCursor(catalog), s.freshBound)
 	out := make(chan Cursor)
 	if err := s.check(catalogName(catalog)); err != nil {
 		s.log.Error("cannot watch master cursor", zap.Error(err))
@@ -153,21 +181,35 @@ func (s *Store) WatchMaster(ctx context.Context, catalog string) Watch[Cursor] {
 		close(out)
 		return Watch[Cursor]{C: out, fresh: fresh}
 	}
-	fix := s.masterFix(catalog)
 	box := newLatest[Cursor]()
-	first, lastRev := true, int64(0)
+	first, last := true, Cursor{}
+	state := map[string]*mvccpb.KeyValue{}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		s.watchKey(ctx, key, fresh, func(kv *mvccpb.KeyValue) {
-			c, err := parseCursor(key, kv, fix)
+		s.watchKey(ctx, s.keys.masterDir(catalog), true, fresh, func(reset bool, changes []kvChange) {
+			if reset {
+				clear(state)
+			}
+			for _, ch := range changes {
+				if ch.kv == nil {
+					delete(state, ch.key)
+				} else {
+					state[ch.key] = ch.kv
+				}
+			}
+			kvs := make([]*mvccpb.KeyValue, 0, len(state))
+			for _, kv := range state {
+				kvs = append(kvs, kv)
+			}
+			c, err := s.parseMaster(catalog, kvs)
 			if err != nil {
 				s.log.Error("master cursor is unreadable; followers wait until it is fixed", zap.Error(err))
 				return
 			}
-			if !first && c.Rev == lastRev {
+			if !first && c == last {
 				return // the same state, read again after a watch restart
 			}
-			first, lastRev = false, c.Rev
+			first, last = false, c
 			box.set(c)
 		})
 	})

@@ -144,6 +144,12 @@ func (e *Elector) Leader() string {
 	if e.term != nil {
 		return e.cfg.Name
 	}
+	if e.leader == e.cfg.Name {
+		// Not master, yet the last leader observed is this member: a value
+		// from before its term ended (its key lingers until the lease is
+		// released). Who leads now is not known yet.
+		return ""
+	}
 	return e.leader
 }
 

@@ -54,6 +54,13 @@ type Client struct {
 	conn  *conn
 	next  int // index of the address the next connection attempt starts at
 	done  chan struct{}
+	// identity is the metastore's db uuid as read on the connection it was
+	// read on (identity.conn; guarded by sem).
+	identity struct {
+		conn *hmsthrift.ThriftHiveMetastoreClient
+		uuid string
+		ok   bool
+	}
 }
 
 // NewClient validates cfg and returns a client; it does not connect.

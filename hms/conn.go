@@ -100,11 +100,25 @@ func (c *conn) close() { c.nc.Close() }
 // serverAnswered reports whether err is an answer from the metastore (an
 // application exception or a declared exception), after which the connection is
 // still in step; any other error leaves it unusable.
+//
+// The Thrift library reports a reply whose header does not match the call (a
+// wrong method name, a bad sequence id, a message type other than REPLY) as an
+// application exception too, but one it made itself, before reading the
+// reply's body: that body is still on the connection, and the next call would
+// read it as its own reply. Those three kinds never count as an answer; a
+// metastore that sent one itself only costs a reconnect.
 func serverAnswered(err error) bool {
 	var ae thrift.TApplicationException
+	if errors.As(err, &ae) {
+		switch ae.TypeId() {
+		case thrift.WRONG_METHOD_NAME, thrift.BAD_SEQUENCE_ID, thrift.INVALID_MESSAGE_TYPE_EXCEPTION:
+			return false
+		}
+		return true
+	}
 	var me *hmsthrift.MetaException
 	var nso *hmsthrift.NoSuchObjectException
-	return errors.As(err, &ae) || errors.As(err, &me) || errors.As(err, &nso)
+	return errors.As(err, &me) || errors.As(err, &nso)
 }
 
 // netTransport is a thrift.TTransport over a net.Conn that, unlike thrift.TSocket,

@@ -66,6 +66,10 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := r.PathValue("catalog")
+	if !s.declared(c) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("unknown catalog %q", c)})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"catalog": c, "applied_event_id": s.m.appliedEventID(c)})
 }
 

@@ -65,6 +65,9 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if s.answerShow(w, body.Stmt) {
+		return
+	}
 	st, err := ParseStatement(body.Stmt)
 	if err != nil {
 		writeEnvelope(w, 1, "Failed to execute sql: errCode = 2, detailMessage = Syntax error: "+err.Error())

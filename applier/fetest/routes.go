@@ -13,6 +13,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET "+nativePrefix+"/catalogs/{catalog}/state", s.frontend(s.handleState))
 	mux.Handle("POST "+nativePrefix+"/catalogs/{catalog}/changes", s.frontend(s.handleChanges))
 	mux.Handle("GET /_fetest/state", s.control(s.handleTestState))
+	mux.Handle("GET /_fetest/summary", s.control(s.handleSummary))
+	mux.Handle("POST /_fetest/drop-cache", s.control(s.handleDropCache))
 	mux.Handle("GET /_fetest/faults", s.control(s.handleListFaults))
 	mux.Handle("POST /_fetest/faults", s.control(s.handleAddFault))
 	mux.Handle("DELETE /_fetest/faults", s.control(s.handleClearFaults))

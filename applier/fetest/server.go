@@ -32,6 +32,10 @@ type Options struct {
 	Loader func(ctx context.Context, catalog string) (Truth, error)
 	// Logger logs every request at debug; nil logs nothing.
 	Logger *zap.Logger
+	// Catalogs are the catalogs SHOW CATALOGS lists besides internal. When set,
+	// the native per-catalog state answers 404 for any other catalog; nil
+	// declares none and lets the native protocol serve every catalog.
+	Catalogs []Catalog
 	// TLS, when set, serves HTTPS with it (its Certificates, and ClientCAs
 	// with ClientAuth to require client certificates); URL is then https://.
 	TLS *tls.Config
@@ -49,7 +53,9 @@ type Server struct {
 	log     *zap.Logger
 	faults  faults
 	handler http.Handler
-	tls     *tls.Config
+	// catalogs are Options.Catalogs.
+	catalogs []Catalog
+	tls      *tls.Config
 
 	inflight atomic.Int64
 	overlaps atomic.Int64
@@ -83,7 +89,7 @@ func ListenServer(addr string, o Options) (*Server, error) {
 }
 
 func listen(addr string, o Options, m *model) (*Server, error) {
-	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, tls: o.TLS, closing: make(chan struct{})}
+	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, catalogs: o.Catalogs, tls: o.TLS, closing: make(chan struct{})}
 	if s.user == "" {
 		s.user = "root"
 	}

@@ -90,7 +90,7 @@ func cursorSet(c *cli.Context) error {
 func cursorSetEffect(n string) string {
 	return "the running master adopts it at once and continues after event " + n + ": " +
 		"lowering the cursor sends the events after " + n + " to the master's FE again (a native FE skips those it already applied), " +
-		"and followers ahead of " + n + " apply nothing again but wait until the master passes them; " +
+		"and it starts a new epoch, so each follower full-refreshes its FE once; " +
 		"raising it makes the master skip the events up to " + n + " (their changes never reach its FE, nor any FE with the doris dialect, " +
 		"but native followers still apply them; use it to step over an event the master's FE cannot apply); " +
 		"a value beyond the metastore's current event id makes the master full-refresh and set the cursor back to that id; " +

@@ -44,6 +44,9 @@ func devFECommand() *cli.Command {
 				Usage: "URL answering a catalog's metastore content as JSON {db: {table: [partition, ...]}}; " +
 					"{catalog} in it is replaced by the catalog name. Without it REFRESH only records when it happened"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug logs every statement and batch"},
+			&cli.StringSliceFlag{Name: "catalog",
+				Usage: "declare a Hive catalog (SHOW CATALOGS lists it, type hms); NAME or NAME:sync for one with hive.enable_hms_events_incremental_sync=true. " +
+					"With any, the native state of other catalogs answers 404"},
 			devFEMetastoreFlag(),
 		},
 		Action: runDevFE,
@@ -61,6 +64,13 @@ func runDevFE(c *cli.Context) error {
 		return err
 	}
 	opts := fetest.Options{User: c.String("user"), Password: c.String("password"), Logger: log}
+	for _, name := range c.StringSlice("catalog") {
+		props := map[string]string{"type": "hms"}
+		if n, ok := strings.CutSuffix(name, ":sync"); ok {
+			name, props["hive.enable_hms_events_incremental_sync"] = n, "true"
+		}
+		opts.Catalogs = append(opts.Catalogs, fetest.Catalog{Name: name, Properties: props})
+	}
 	if u := c.String("truth-url"); u != "" {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			return fmt.Errorf("--truth-url %q: want an http(s) URL", u)

@@ -21,13 +21,14 @@ func devHMSCommand() *cli.Command {
 		Name:  "hms",
 		Usage: "run the fake Hive Metastore (real Thrift protocol) with an HTTP control API",
 		Description: "Serves get_next_notification, get_current_notificationEventId and friends on --listen,\n" +
-			"and the control API (POST /events, /clean, /reset, /faults, /down, /up; GET /state, /snapshot)\n" +
-			"on --control; see docs/dev-servers.md.",
+			"and the control API (POST /events, /clean, /reset, /faults, /down, /up; GET /state, /snapshot;\n" +
+			"GET, POST and DELETE /workload) on --control; see docs/dev-servers.md.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9083", Usage: "Thrift address"},
 			&cli.StringFlag{Name: "control", Value: "127.0.0.1:9084", Usage: "HTTP control API address"},
-			&cli.Float64Flag{Name: "workload", Usage: "run a workload of this many events per second (0: none)"},
-			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "workload seed"},
+			&cli.Float64Flag{Name: "workload", Usage: "run a workload of this many events per second (0: none; POST /workload starts one later)"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the first workload (later runs take the next unused seeds)"},
+			&cli.StringFlag{Name: "state", Usage: "keep the notification log and the objects in `DIR` (loaded at start, saved every second and at exit), so that a restart continues the log instead of resetting it"},
 			&cli.StringFlag{Name: "format", Value: "mixed", Usage: "message format of generated events: json, gzip or mixed"},
 			&cli.BoolFlag{Name: "framed", Usage: "framed Thrift transport"},
 			&cli.StringFlag{Name: "tls", Usage: "serve TLS with a self-signed certificate for 127.0.0.1, ::1 and localhost, generated at start and written (PEM) to `FILE`: the CA clients trust (events tail --tls-ca, hms_tls.ca_file)"},
@@ -56,6 +57,16 @@ func runDevHMS(c *cli.Context) error {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	defer srv.Close()
+	stateDir := c.String("state")
+	if stateDir != "" {
+		loaded, err := loadDevHMSState(srv, stateDir)
+		if err != nil {
+			return err
+		}
+		if loaded {
+			fmt.Fprintf(c.App.ErrWriter, "state loaded from %s: current event id %d\n", stateDir, srv.CurrentEventID())
+		}
+	}
 	if f := c.String("tls"); f != "" {
 		// Written before the address is printed, so a script that waits for
 		// that line can use the file.
@@ -67,10 +78,11 @@ func runDevHMS(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--control: %w", err)
 	}
-	hs := &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
-
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	wl := newDevWorkload(ctx, srv, c.Int64("seed"), func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, format, args...) })
+	defer wl.stop()
+	hs := &http.Server{Handler: wl.handler(srv.ControlHandler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 	tlsNote := ""
@@ -79,13 +91,13 @@ func runDevHMS(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "fake metastore on %s%s, control API on http://%s\n", srv.URI(), tlsNote, ln.Addr())
 	if rate := c.Float64("workload"); rate > 0 {
-		go func() {
-			err := hmstest.Workload{Rate: rate, Seed: c.Int64("seed")}.Run(ctx, srv)
-			if err != nil {
-				err = fmt.Errorf("workload: %w", err)
-			}
-			errc <- err
-		}()
+		wl.start(rate, 0)
+	}
+	saved := make(chan error, 1)
+	if stateDir != "" {
+		go func() { saved <- keepDevHMSState(ctx, srv, stateDir) }()
+	} else {
+		saved <- nil
 	}
 	select {
 	case <-ctx.Done():
@@ -100,5 +112,38 @@ func runDevHMS(c *cli.Context) error {
 	if serr := hs.Shutdown(sctx); err == nil && serr != nil {
 		err = serr
 	}
+	wl.stop()
+	if serr := <-saved; err == nil && serr != nil {
+		err = serr
+	}
+	if stateDir != "" {
+		// The last save, after the workload stopped: nothing changes any more.
+		if serr := saveDevHMSState(srv, stateDir); err == nil && serr != nil {
+			err = serr
+		}
+	}
 	return err
+}
+
+// keepDevHMSState saves srv's state to dir every second while its log moved,
+// until ctx ends (the caller saves once more after that), so that a process
+// killed without a chance to save loses at most the last second.
+func keepDevHMSState(ctx context.Context, srv *hmstest.Server, dir string) error {
+	type mark struct{ current, oldest int64 }
+	var last mark
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if now := (mark{srv.CurrentEventID(), srv.OldestEventID()}); now != last {
+			if err := saveDevHMSState(srv, dir); err != nil {
+				return err
+			}
+			last = now
+		}
+	}
 }

@@ -22,6 +22,7 @@ func newApp() *cli.App {
 			eventsCommand(),
 			devCommand(),
 			benchCommand(),
+			checkCommand(),
 			versionCommand(),
 		},
 		// Errors are printed once, by main, so that every command fails the same way.

@@ -63,7 +63,7 @@ func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error
 	}
 	var cursors []string
 	for _, cat := range slices.Sorted(maps.Keys(cs.MasterCursors)) {
-		cursors = append(cursors, fmt.Sprintf("%s=%d", cat, cs.MasterCursors[cat]))
+		cursors = append(cursors, fmt.Sprintf("%s=%d (epoch %d)", cat, cs.MasterCursors[cat], cs.Epochs[cat]))
 	}
 	fmt.Fprintf(&b, "cursors: %s\n", orDash(strings.Join(cursors, " ")))
 	for _, p := range cs.Problems {

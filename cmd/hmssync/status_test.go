@@ -38,7 +38,7 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	if _, err := store.SetMaster(ctx, "hive", 120); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutMemberCursor(ctx, "fe-b", "hive", 100); err != nil {
+	if err := store.PutMemberCursor(ctx, "fe-b", "hive", 100, 0); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -57,7 +57,7 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"master:  fe-a", "cursors: hive=120", "MEMBER", "LAG"} {
+	for _, want := range []string{"master:  fe-a", "cursors: hive=120 (epoch 0)", "MEMBER", "LAG"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

@@ -7,33 +7,65 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); otherwise the
-// module version or VCS revision recorded by the Go toolchain is used.
-var version = ""
+// version and commit are set at link time (-ldflags "-X main.version=v1.2.3
+// -X main.commit=abc123"), as scripts/build-image.sh does; otherwise the module
+// version and VCS revision recorded by the Go toolchain are used.
+var (
+	version = ""
+	commit  = ""
+)
 
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
+// buildInfo is what `hmssync version` prints and what the sidecar publishes.
+type buildInfo struct {
+	Version   string
+	Commit    string // "unknown" when neither -ldflags nor the toolchain recorded one
+	Modified  bool   // the working tree had uncommitted changes at build time
+	GoVersion string
+}
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: version, Commit: commit}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
-			return v
+		b.GoVersion = bi.GoVersion
+		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			b.Version = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
+			switch s.Key {
+			case "vcs.revision":
+				if b.Commit == "" {
+					b.Commit = s.Value
+				}
+			case "vcs.modified":
+				b.Modified = s.Value == "true"
 			}
 		}
 	}
-	return "dev"
+	if b.Version == "" {
+		b.Version = "dev"
+		if len(b.Commit) >= 12 {
+			b.Version = "dev-" + b.Commit[:12]
+		}
+	}
+	if b.Commit == "" {
+		b.Commit = "unknown"
+	}
+	return b
 }
+
+func buildVersion() string { return readBuildInfo().Version }
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print the hmssync version",
+		Usage: "print the hmssync version, the commit it was built from and the Go version",
 		Action: func(c *cli.Context) error {
-			_, err := fmt.Fprintln(c.App.Writer, "hmssync", buildVersion())
+			b := readBuildInfo()
+			dirty := ""
+			if b.Modified {
+				dirty = " (modified)"
+			}
+			_, err := fmt.Fprintf(c.App.Writer, "hmssync %s\ncommit %s%s\ngo %s\n", b.Version, b.Commit, dirty, b.GoVersion)
 			return err
 		},
 	}

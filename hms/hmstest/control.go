@@ -19,7 +19,7 @@ import (
 //	GET    /events?after=N&max=M   the kept events after N as JSON lines
 //	POST   /clean?before=N     drop events with ids below N (a gap)
 //	POST   /reset?next=N       empty the log; the next event gets id N
-//	POST   /faults             inject {"method","err","delay","drop","repeat","times"}
+//	POST   /faults             inject {"method","err","delay","drop","repeat","misreply","times"}
 //	DELETE /faults             clear all faults
 //	POST   /down, /up, /drop-connections
 //	POST   /format?format=json|gzip|mixed
@@ -149,25 +149,30 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 
 // faultRequest is the body of POST /faults; delay is a Go duration ("1.5s").
 type faultRequest struct {
-	Method string `json:"method"`
-	Err    string `json:"err"`
-	Delay  string `json:"delay"`
-	Drop   bool   `json:"drop"`
-	Repeat bool   `json:"repeat"`
-	Times  int    `json:"times"`
+	Method   string `json:"method"`
+	Err      string `json:"err"`
+	Delay    string `json:"delay"`
+	Drop     bool   `json:"drop"`
+	Repeat   bool   `json:"repeat"`
+	Misreply string `json:"misreply"`
+	Times    int    `json:"times"`
 }
 
 func (s *Server) postFault(w http.ResponseWriter, r *http.Request) {
 	var req faultRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-		httpError(w, http.StatusBadRequest, "body: want {\"method\",\"err\",\"delay\",\"drop\",\"repeat\",\"times\"}: "+err.Error())
+		httpError(w, http.StatusBadRequest, "body: want {\"method\",\"err\",\"delay\",\"drop\",\"repeat\",\"misreply\",\"times\"}: "+err.Error())
 		return
 	}
 	if req.Method == "" {
 		httpError(w, http.StatusBadRequest, "method is empty; want a Thrift method name such as get_next_notification")
 		return
 	}
-	f := Fault{Err: req.Err, Drop: req.Drop, Repeat: req.Repeat, Times: req.Times}
+	if err := checkMisreply(req.Misreply); err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	f := Fault{Err: req.Err, Drop: req.Drop, Repeat: req.Repeat, Misreply: req.Misreply, Times: req.Times}
 	if req.Delay != "" {
 		d, err := time.ParseDuration(req.Delay)
 		if err != nil || d < 0 {
@@ -177,7 +182,7 @@ func (s *Server) postFault(w http.ResponseWriter, r *http.Request) {
 		f.Delay = d
 	}
 	if f == (Fault{Times: f.Times}) {
-		httpError(w, http.StatusBadRequest, "fault does nothing: set err, delay, drop or repeat")
+		httpError(w, http.StatusBadRequest, "fault does nothing: set err, delay, drop, repeat or misreply")
 		return
 	}
 	if f.Repeat && req.Method != repeatMethod {

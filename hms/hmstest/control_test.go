@@ -127,3 +127,24 @@ func eventIDs(evs []hms.Event) []int64 {
 	}
 	return out
 }
+
+func TestControlAPIMisreplyFault(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	h := httptest.NewServer(s.ControlHandler())
+	defer h.Close()
+	if code, body := post(t, h.URL+"/faults", `{"method":"get_current_notificationEventId","misreply":"garbled"}`); code != 400 || !strings.Contains(body, "sequence") {
+		t.Fatalf("POST /faults with an unknown misreply: %d %s; want 400 listing the kinds", code, body)
+	}
+	if code, body := post(t, h.URL+"/faults", `{"method":"get_current_notificationEventId","misreply":"sequence","times":1}`); code != 200 {
+		t.Fatalf("POST /faults misreply: %d %s", code, body)
+	}
+	c, err := hms.NewClient(hms.ClientConfig{URIs: []string{s.URI()}})
+	must(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.CurrentEventID(ctx); err == nil || !strings.Contains(err.Error(), "sequence") {
+		t.Fatalf("CurrentEventID under a sequence misreply: %v; want an out-of-order sequence error", err)
+	}
+}

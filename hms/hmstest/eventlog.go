@@ -32,10 +32,14 @@ type eventLog struct {
 	format Format
 	now    func() time.Time
 	gz     *gzip.Writer // reused: a new writer costs more than compressing a message
+	// uuid is the metastore's db uuid ("" none), ignoreSkip whether requests'
+	// skip lists are ignored (identity.go).
+	uuid       string
+	ignoreSkip bool
 }
 
 func newEventLog() eventLog {
-	return eventLog{next: 1, now: time.Now}
+	return eventLog{next: 1, now: time.Now, uuid: newUUID()}
 }
 
 // Append adds events with new consecutive ids, keeping every other field
@@ -93,16 +97,22 @@ func (s *Server) Clean(before int64) {
 
 // Reset empties the log and makes next the id the next event gets, as when a
 // metastore's database is replaced; next may be below a consumer's cursor. The
-// object model is kept: only the log restarts.
+// log gets a new db uuid (unless the server offers none), and open
+// connections are dropped, since a metastore serves another database only after
+// a restart. The object model is kept: only the log restarts.
 func (s *Server) Reset(next int64) {
 	l := &s.log
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if next < 1 {
 		next = 1
 	}
 	l.events = nil
 	l.next = next
+	if l.uuid != "" {
+		l.uuid = newUUID()
+	}
+	l.mu.Unlock()
+	s.DropConnections()
 }
 
 // SetFormat changes the encoding of the messages that mutations write from now on.

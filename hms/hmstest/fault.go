@@ -29,6 +29,10 @@ type Fault struct {
 	// first, the event with the requested id itself, as a metastore returning
 	// duplicate ids would.
 	Repeat bool `json:"repeat,omitempty"`
+	// Misreply answers the call normally but with the reply's message header
+	// spoilt (MisreplyMethod, MisreplySequence, MisreplyType), as a broken
+	// proxy or a desynchronised stream would deliver it.
+	Misreply string `json:"misreply,omitempty"`
 	// Times is how many calls the fault applies to; 0 means every call until
 	// ClearFaults.
 	Times int `json:"times,omitempty"`

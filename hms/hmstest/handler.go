@@ -29,7 +29,11 @@ func (h handler) SetUgi(ctx context.Context, user string, groups []string) ([]st
 }
 
 func (h handler) GetNextNotification(ctx context.Context, r *hmsthrift.NotificationEventRequest) (*hmsthrift.NotificationEventResponse, error) {
-	evs := h.s.log.after(r.LastEvent, int(r.GetMaxEvents()), r.EventTypeSkipList, r.GetCatName(), r.GetDbName(), r.TableNames)
+	skip := r.EventTypeSkipList
+	if h.s.ignoresSkipList() {
+		skip = nil // as servers older than Hive 3 do: they do not know the field
+	}
+	evs := h.s.log.after(r.LastEvent, int(r.GetMaxEvents()), skip, r.GetCatName(), r.GetDbName(), r.TableNames)
 	if repeatRequested(ctx) {
 		evs = h.s.log.withDuplicates(r.LastEvent, evs)
 	}
@@ -41,6 +45,14 @@ func (h handler) GetNextNotification(ctx context.Context, r *hmsthrift.Notificat
 	}
 	h.s.recordFetch(ServedFetch{User: connOf(ctx).userName(), After: r.LastEvent, Max: int(r.GetMaxEvents()), Events: len(evs), Highest: highest})
 	return resp, nil
+}
+
+func (h handler) GetMetastoreDbUUID(context.Context) (string, error) {
+	uuid := h.s.MetastoreUUID()
+	if uuid == "" {
+		return "", &hmsthrift.MetaException{Message: "hmstest: this metastore offers no db uuid"}
+	}
+	return uuid, nil
 }
 
 func (h handler) GetCurrentNotificationEventId(context.Context) (*hmsthrift.CurrentNotificationEventId, error) {

@@ -270,7 +270,11 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		if f.Repeat {
 			callCtx = context.WithValue(ctx, repeatKey{}, true)
 		}
-		if _, err := pf.Process(callCtx, seq, proto, proto); err != nil {
+		var out thrift.TProtocol = proto
+		if f.Misreply != "" {
+			out = misreplyProtocol{TProtocol: proto, how: f.Misreply}
+		}
+		if _, err := pf.Process(callCtx, seq, proto, out); err != nil {
 			var te thrift.TTransportException
 			if errors.As(err, &te) {
 				return

@@ -78,5 +78,6 @@ service ThriftHiveMetastore extends FacebookService {
   list<string> set_ugi(1: string user_name, 2: list<string> group_names) throws (1: MetaException o1),
   NotificationEventResponse get_next_notification(1: NotificationEventRequest rqst),
   CurrentNotificationEventId get_current_notificationEventId(),
+  string get_metastore_db_uuid() throws (1: MetaException o1),
   NotificationEventsCountResponse get_notification_events_count(1: NotificationEventsCountRequest rqst),
 }

@@ -43,14 +43,21 @@ func (d *Delay) Wait(ctx context.Context) bool { return Sleep(ctx, d.Next()) }
 func (d *Delay) Reset() { d.b.Reset() }
 
 // Jitter returns d ±fraction (0 < fraction < 1), for fixed-interval retries that
-// should still not line up across sidecars.
+// should still not line up across sidecars. It never returns less than 1 ms: a
+// retry loop waiting on it can never turn into a busy loop, whatever d is.
 func Jitter(d time.Duration, fraction float64) time.Duration {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = d
 	b.RandomizationFactor = fraction
+	// The library's default MaxElapsedTime (15 min) makes NextBackOff return
+	// Stop (-1 ns) for any interval that could pass it once jittered.
+	b.MaxElapsedTime = 0
 	b.Reset()
-	return b.NextBackOff()
+	return max(b.NextBackOff(), minJitter)
 }
+
+// minJitter is Jitter's floor.
+const minJitter = time.Millisecond
 
 // Sleep waits d or until ctx ends; it reports whether the full wait elapsed.
 func Sleep(ctx context.Context, d time.Duration) bool {

@@ -40,3 +40,26 @@ func TestJitterStaysWithinItsFraction(t *testing.T) {
 		}
 	}
 }
+
+// The backoff library gives up ("Stop", -1 ns) once an interval could pass its
+// default MaxElapsedTime of 15 minutes: a jittered interval of 13 min reaches
+// 15.6 min. A slow auth retry that returned Stop would retry at once, for ever.
+func TestJitterOfLongIntervalsNeverStops(t *testing.T) {
+	for _, d := range []time.Duration{13 * time.Minute, 20 * time.Minute, 24 * time.Hour} {
+		lo, hi := time.Duration(float64(d)*0.8), time.Duration(float64(d)*1.2)
+		for range 200 {
+			if got := Jitter(d, 0.2); got < lo || got > hi {
+				t.Fatalf("Jitter(%v, 0.2) = %v; want within [%v, %v]", d, got, lo, hi)
+			}
+		}
+	}
+}
+
+func TestDelayOfLongIntervalsNeverStops(t *testing.T) {
+	d := NewDelay(20*time.Minute, time.Hour)
+	for i := range 50 {
+		if got := d.Next(); got < 10*time.Minute {
+			t.Fatalf("delay %d = %v; want at least 10m (half the initial 20m)", i, got)
+		}
+	}
+}

@@ -13,6 +13,7 @@
 #             a failed metastore read and the cursors are still inside it; the sidecars must then
 #             finish the backlog (cursors up to its last event) and converge with no full refresh
 #             (the sum of hmssync_full_refreshes_total over both does not move)
+#   check     `hmssync check` with the sidecars' configuration passes (after converge's workload)
 #   cleanup   with every sidecar stopped, the metastore is restarted with the listener's short
 #             TTL, changes are made and the TTL cleans them (it empties the log, as on an idle
 #             metastore); the two sidecars started again (both behind the cleaned range) each
@@ -112,6 +113,25 @@ declare -A SIDECAR_WORKLOAD_SKIP=()
 RST_BATCH=2
 RST_DELAY=2s
 
+# preflight_check LABEL: `hmssync check` with the sidecars' configuration passes against the real
+# metastore (which now holds the converge workload's events), etcd and fake FE 1, including the
+# notification log and the decoding of its newest window.
+preflight_check() {
+	local L=$1
+	if ! "$HMSSYNC" check --help 2>/dev/null | grep -q -- "--config"; then
+		skip "$L check: hmssync check is not built yet"
+		return
+	fi
+	if ! HMSSYNC_ETCD_ENDPOINTS="http://$ETCD_ADDR" HMSSYNC_FE_URL="http://${FE_ADDR[1]}" HMSSYNC_FE_DIALECT=native \
+		HMSSYNC_MEMBER=preflight "$HMSSYNC" check --config "$SC/sidecar.yaml" >"$SC/check.out" 2>&1; then
+		fail "$L check: hmssync check failed against the real metastore: $(grep '✗' "$SC/check.out" | head -3)"
+		return
+	fi
+	grep -q "✓ catalog hive: notification log readable: events" "$SC/check.out" ||
+		{ fail "$L check: no notification log check in: $(cat "$SC/check.out")"; return; }
+	pass "$L check: hmssync check passes against the real metastore ($(grep -c '✓' "$SC/check.out") checks)"
+}
+
 sidecar_checks() { # profile
 	local first=${#STARTED_PIDS[@]} pid live
 	sidecar_checks_in "$1"
@@ -202,6 +222,7 @@ sidecar_checks_in() { # profile
 		cat "$SC/conv1.cmp"
 		return
 	fi
+	preflight_check "$L"
 	local m
 	m=$(java_main SidecarProbe master --http "$(urls "${SC_ADDR[1]}" "${SC_ADDR[2]}" "${SC_ADDR[3]}")") ||
 		{ fail "$L converge: $m"; return; }

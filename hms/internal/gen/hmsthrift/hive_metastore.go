@@ -2663,6 +2663,7 @@ type ThriftHiveMetastore interface {
 	//  - Rqst
 	GetNextNotification(ctx context.Context, rqst *NotificationEventRequest) (_r *NotificationEventResponse, _err error)
 	GetCurrentNotificationEventId(ctx context.Context) (_r *CurrentNotificationEventId, _err error)
+	GetMetastoreDbUUID(ctx context.Context) (_r string, _err error)
 	// Parameters:
 	//  - Rqst
 	GetNotificationEventsCount(ctx context.Context, rqst *NotificationEventsCountRequest) (_r *NotificationEventsCountResponse, _err error)
@@ -2804,20 +2805,37 @@ func (p *ThriftHiveMetastoreClient) GetCurrentNotificationEventId(ctx context.Co
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "get_current_notificationEventId failed: unknown result")
 }
 
-// Parameters:
-//   - Rqst
-func (p *ThriftHiveMetastoreClient) GetNotificationEventsCount(ctx context.Context, rqst *NotificationEventsCountRequest) (_r *NotificationEventsCountResponse, _err error) {
-	var _args38 ThriftHiveMetastoreGetNotificationEventsCountArgs
-	_args38.Rqst = rqst
-	var _result40 ThriftHiveMetastoreGetNotificationEventsCountResult
+func (p *ThriftHiveMetastoreClient) GetMetastoreDbUUID(ctx context.Context) (_r string, _err error) {
+	var _args38 ThriftHiveMetastoreGetMetastoreDbUUIDArgs
+	var _result40 ThriftHiveMetastoreGetMetastoreDbUUIDResult
 	var _meta39 thrift.ResponseMeta
-	_meta39, _err = p.Client_().Call(ctx, "get_notification_events_count", &_args38, &_result40)
+	_meta39, _err = p.Client_().Call(ctx, "get_metastore_db_uuid", &_args38, &_result40)
 	p.SetLastResponseMeta_(_meta39)
 	if _err != nil {
 		return
 	}
-	if _ret41 := _result40.GetSuccess(); _ret41 != nil {
-		return _ret41, nil
+	switch {
+	case _result40.O1 != nil:
+		return _r, _result40.O1
+	}
+
+	return _result40.GetSuccess(), nil
+}
+
+// Parameters:
+//   - Rqst
+func (p *ThriftHiveMetastoreClient) GetNotificationEventsCount(ctx context.Context, rqst *NotificationEventsCountRequest) (_r *NotificationEventsCountResponse, _err error) {
+	var _args41 ThriftHiveMetastoreGetNotificationEventsCountArgs
+	_args41.Rqst = rqst
+	var _result43 ThriftHiveMetastoreGetNotificationEventsCountResult
+	var _meta42 thrift.ResponseMeta
+	_meta42, _err = p.Client_().Call(ctx, "get_notification_events_count", &_args41, &_result43)
+	p.SetLastResponseMeta_(_meta42)
+	if _err != nil {
+		return
+	}
+	if _ret44 := _result43.GetSuccess(); _ret44 != nil {
+		return _ret44, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "get_notification_events_count failed: unknown result")
 }
@@ -2827,15 +2845,16 @@ type ThriftHiveMetastoreProcessor struct {
 }
 
 func NewThriftHiveMetastoreProcessor(handler ThriftHiveMetastore) *ThriftHiveMetastoreProcessor {
-	self42 := &ThriftHiveMetastoreProcessor{NewFacebookServiceProcessor(handler)}
-	self42.AddToProcessorMap("get_all_databases", &thriftHiveMetastoreProcessorGetAllDatabases{handler: handler})
-	self42.AddToProcessorMap("get_all_tables", &thriftHiveMetastoreProcessorGetAllTables{handler: handler})
-	self42.AddToProcessorMap("get_partition_names", &thriftHiveMetastoreProcessorGetPartitionNames{handler: handler})
-	self42.AddToProcessorMap("set_ugi", &thriftHiveMetastoreProcessorSetUgi{handler: handler})
-	self42.AddToProcessorMap("get_next_notification", &thriftHiveMetastoreProcessorGetNextNotification{handler: handler})
-	self42.AddToProcessorMap("get_current_notificationEventId", &thriftHiveMetastoreProcessorGetCurrentNotificationEventId{handler: handler})
-	self42.AddToProcessorMap("get_notification_events_count", &thriftHiveMetastoreProcessorGetNotificationEventsCount{handler: handler})
-	return self42
+	self45 := &ThriftHiveMetastoreProcessor{NewFacebookServiceProcessor(handler)}
+	self45.AddToProcessorMap("get_all_databases", &thriftHiveMetastoreProcessorGetAllDatabases{handler: handler})
+	self45.AddToProcessorMap("get_all_tables", &thriftHiveMetastoreProcessorGetAllTables{handler: handler})
+	self45.AddToProcessorMap("get_partition_names", &thriftHiveMetastoreProcessorGetPartitionNames{handler: handler})
+	self45.AddToProcessorMap("set_ugi", &thriftHiveMetastoreProcessorSetUgi{handler: handler})
+	self45.AddToProcessorMap("get_next_notification", &thriftHiveMetastoreProcessorGetNextNotification{handler: handler})
+	self45.AddToProcessorMap("get_current_notificationEventId", &thriftHiveMetastoreProcessorGetCurrentNotificationEventId{handler: handler})
+	self45.AddToProcessorMap("get_metastore_db_uuid", &thriftHiveMetastoreProcessorGetMetastoreDbUUID{handler: handler})
+	self45.AddToProcessorMap("get_notification_events_count", &thriftHiveMetastoreProcessorGetNotificationEventsCount{handler: handler})
+	return self45
 }
 
 type thriftHiveMetastoreProcessorGetAllDatabases struct {
@@ -2843,7 +2862,7 @@ type thriftHiveMetastoreProcessorGetAllDatabases struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err43 error
+	var _write_err46 error
 	args := ThriftHiveMetastoreGetAllDatabasesArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2893,21 +2912,21 @@ func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Contex
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc44 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_databases: "+err2.Error())
+			_exc47 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_databases: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_all_databases", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err43 = thrift.WrapTException(err2)
+				_write_err46 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc44.Write(ctx, oprot); _write_err43 == nil && err2 != nil {
-				_write_err43 = thrift.WrapTException(err2)
+			if err2 := _exc47.Write(ctx, oprot); _write_err46 == nil && err2 != nil {
+				_write_err46 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err43 == nil && err2 != nil {
-				_write_err43 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err46 == nil && err2 != nil {
+				_write_err46 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err43 == nil && err2 != nil {
-				_write_err43 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err46 == nil && err2 != nil {
+				_write_err46 = thrift.WrapTException(err2)
 			}
-			if _write_err43 != nil {
-				return false, thrift.WrapTException(_write_err43)
+			if _write_err46 != nil {
+				return false, thrift.WrapTException(_write_err46)
 			}
 			return true, err
 		}
@@ -2916,19 +2935,19 @@ func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Contex
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_all_databases", thrift.REPLY, seqId); err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+		_write_err46 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err43 == nil && err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err46 == nil && err2 != nil {
+		_write_err46 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err43 == nil && err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err46 == nil && err2 != nil {
+		_write_err46 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err43 == nil && err2 != nil {
-		_write_err43 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err46 == nil && err2 != nil {
+		_write_err46 = thrift.WrapTException(err2)
 	}
-	if _write_err43 != nil {
-		return false, thrift.WrapTException(_write_err43)
+	if _write_err46 != nil {
+		return false, thrift.WrapTException(_write_err46)
 	}
 	return true, err
 }
@@ -2938,7 +2957,7 @@ type thriftHiveMetastoreProcessorGetAllTables struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetAllTables) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err45 error
+	var _write_err48 error
 	args := ThriftHiveMetastoreGetAllTablesArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2988,21 +3007,21 @@ func (p *thriftHiveMetastoreProcessorGetAllTables) Process(ctx context.Context, 
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc46 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_tables: "+err2.Error())
+			_exc49 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_tables: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_all_tables", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err45 = thrift.WrapTException(err2)
+				_write_err48 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc46.Write(ctx, oprot); _write_err45 == nil && err2 != nil {
-				_write_err45 = thrift.WrapTException(err2)
+			if err2 := _exc49.Write(ctx, oprot); _write_err48 == nil && err2 != nil {
+				_write_err48 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err45 == nil && err2 != nil {
-				_write_err45 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err48 == nil && err2 != nil {
+				_write_err48 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err45 == nil && err2 != nil {
-				_write_err45 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err48 == nil && err2 != nil {
+				_write_err48 = thrift.WrapTException(err2)
 			}
-			if _write_err45 != nil {
-				return false, thrift.WrapTException(_write_err45)
+			if _write_err48 != nil {
+				return false, thrift.WrapTException(_write_err48)
 			}
 			return true, err
 		}
@@ -3011,19 +3030,19 @@ func (p *thriftHiveMetastoreProcessorGetAllTables) Process(ctx context.Context, 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_all_tables", thrift.REPLY, seqId); err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+		_write_err48 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err45 == nil && err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err48 == nil && err2 != nil {
+		_write_err48 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err45 == nil && err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err48 == nil && err2 != nil {
+		_write_err48 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err45 == nil && err2 != nil {
-		_write_err45 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err48 == nil && err2 != nil {
+		_write_err48 = thrift.WrapTException(err2)
 	}
-	if _write_err45 != nil {
-		return false, thrift.WrapTException(_write_err45)
+	if _write_err48 != nil {
+		return false, thrift.WrapTException(_write_err48)
 	}
 	return true, err
 }
@@ -3033,7 +3052,7 @@ type thriftHiveMetastoreProcessorGetPartitionNames struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetPartitionNames) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err47 error
+	var _write_err50 error
 	args := ThriftHiveMetastoreGetPartitionNamesArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3085,21 +3104,21 @@ func (p *thriftHiveMetastoreProcessorGetPartitionNames) Process(ctx context.Cont
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc48 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_partition_names: "+err2.Error())
+			_exc51 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_partition_names: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_partition_names", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err47 = thrift.WrapTException(err2)
+				_write_err50 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc48.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
-				_write_err47 = thrift.WrapTException(err2)
+			if err2 := _exc51.Write(ctx, oprot); _write_err50 == nil && err2 != nil {
+				_write_err50 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
-				_write_err47 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err50 == nil && err2 != nil {
+				_write_err50 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
-				_write_err47 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err50 == nil && err2 != nil {
+				_write_err50 = thrift.WrapTException(err2)
 			}
-			if _write_err47 != nil {
-				return false, thrift.WrapTException(_write_err47)
+			if _write_err50 != nil {
+				return false, thrift.WrapTException(_write_err50)
 			}
 			return true, err
 		}
@@ -3108,19 +3127,19 @@ func (p *thriftHiveMetastoreProcessorGetPartitionNames) Process(ctx context.Cont
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_partition_names", thrift.REPLY, seqId); err2 != nil {
-		_write_err47 = thrift.WrapTException(err2)
+		_write_err50 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
-		_write_err47 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err50 == nil && err2 != nil {
+		_write_err50 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
-		_write_err47 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err50 == nil && err2 != nil {
+		_write_err50 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
-		_write_err47 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err50 == nil && err2 != nil {
+		_write_err50 = thrift.WrapTException(err2)
 	}
-	if _write_err47 != nil {
-		return false, thrift.WrapTException(_write_err47)
+	if _write_err50 != nil {
+		return false, thrift.WrapTException(_write_err50)
 	}
 	return true, err
 }
@@ -3130,7 +3149,7 @@ type thriftHiveMetastoreProcessorSetUgi struct {
 }
 
 func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err49 error
+	var _write_err52 error
 	args := ThriftHiveMetastoreSetUgiArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3180,21 +3199,21 @@ func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId 
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc50 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing set_ugi: "+err2.Error())
+			_exc53 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing set_ugi: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "set_ugi", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err49 = thrift.WrapTException(err2)
+				_write_err52 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc50.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
-				_write_err49 = thrift.WrapTException(err2)
+			if err2 := _exc53.Write(ctx, oprot); _write_err52 == nil && err2 != nil {
+				_write_err52 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
-				_write_err49 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err52 == nil && err2 != nil {
+				_write_err52 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
-				_write_err49 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err52 == nil && err2 != nil {
+				_write_err52 = thrift.WrapTException(err2)
 			}
-			if _write_err49 != nil {
-				return false, thrift.WrapTException(_write_err49)
+			if _write_err52 != nil {
+				return false, thrift.WrapTException(_write_err52)
 			}
 			return true, err
 		}
@@ -3203,19 +3222,19 @@ func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "set_ugi", thrift.REPLY, seqId); err2 != nil {
-		_write_err49 = thrift.WrapTException(err2)
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
-		_write_err49 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err52 == nil && err2 != nil {
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
-		_write_err49 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err52 == nil && err2 != nil {
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
-		_write_err49 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err52 == nil && err2 != nil {
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if _write_err49 != nil {
-		return false, thrift.WrapTException(_write_err49)
+	if _write_err52 != nil {
+		return false, thrift.WrapTException(_write_err52)
 	}
 	return true, err
 }
@@ -3225,7 +3244,7 @@ type thriftHiveMetastoreProcessorGetNextNotification struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err51 error
+	var _write_err54 error
 	args := ThriftHiveMetastoreGetNextNotificationArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3271,21 +3290,21 @@ func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Co
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc52 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_next_notification: "+err2.Error())
+		_exc55 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_next_notification: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_next_notification", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err51 = thrift.WrapTException(err2)
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc52.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
-			_write_err51 = thrift.WrapTException(err2)
+		if err2 := _exc55.Write(ctx, oprot); _write_err54 == nil && err2 != nil {
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
-			_write_err51 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err54 == nil && err2 != nil {
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
-			_write_err51 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err54 == nil && err2 != nil {
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if _write_err51 != nil {
-			return false, thrift.WrapTException(_write_err51)
+		if _write_err54 != nil {
+			return false, thrift.WrapTException(_write_err54)
 		}
 		return true, err
 	} else {
@@ -3293,19 +3312,19 @@ func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Co
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_next_notification", thrift.REPLY, seqId); err2 != nil {
-		_write_err51 = thrift.WrapTException(err2)
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
-		_write_err51 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err54 == nil && err2 != nil {
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
-		_write_err51 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err54 == nil && err2 != nil {
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
-		_write_err51 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err54 == nil && err2 != nil {
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if _write_err51 != nil {
-		return false, thrift.WrapTException(_write_err51)
+	if _write_err54 != nil {
+		return false, thrift.WrapTException(_write_err54)
 	}
 	return true, err
 }
@@ -3315,7 +3334,7 @@ type thriftHiveMetastoreProcessorGetCurrentNotificationEventId struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err53 error
+	var _write_err56 error
 	args := ThriftHiveMetastoreGetCurrentNotificationEventIdArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3361,21 +3380,21 @@ func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx 
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc54 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_current_notificationEventId: "+err2.Error())
+		_exc57 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_current_notificationEventId: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_current_notificationEventId", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err53 = thrift.WrapTException(err2)
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc54.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
-			_write_err53 = thrift.WrapTException(err2)
+		if err2 := _exc57.Write(ctx, oprot); _write_err56 == nil && err2 != nil {
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
-			_write_err53 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err56 == nil && err2 != nil {
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
-			_write_err53 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err56 == nil && err2 != nil {
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if _write_err53 != nil {
-			return false, thrift.WrapTException(_write_err53)
+		if _write_err56 != nil {
+			return false, thrift.WrapTException(_write_err56)
 		}
 		return true, err
 	} else {
@@ -3383,19 +3402,114 @@ func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_current_notificationEventId", thrift.REPLY, seqId); err2 != nil {
-		_write_err53 = thrift.WrapTException(err2)
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
-		_write_err53 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err56 == nil && err2 != nil {
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
-		_write_err53 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err56 == nil && err2 != nil {
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
-		_write_err53 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err56 == nil && err2 != nil {
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if _write_err53 != nil {
-		return false, thrift.WrapTException(_write_err53)
+	if _write_err56 != nil {
+		return false, thrift.WrapTException(_write_err56)
+	}
+	return true, err
+}
+
+type thriftHiveMetastoreProcessorGetMetastoreDbUUID struct {
+	handler ThriftHiveMetastore
+}
+
+func (p *thriftHiveMetastoreProcessorGetMetastoreDbUUID) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
+	var _write_err58 error
+	args := ThriftHiveMetastoreGetMetastoreDbUUIDArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "get_metastore_db_uuid", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
+
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
+
+	result := ThriftHiveMetastoreGetMetastoreDbUUIDResult{}
+	if retval, err2 := p.handler.GetMetastoreDbUUID(ctx); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		switch v := err2.(type) {
+		case *MetaException:
+			result.O1 = v
+		default:
+			if errors.Is(err2, thrift.ErrAbandonRequest) {
+				return false, thrift.WrapTException(err2)
+			}
+			_exc59 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_metastore_db_uuid: "+err2.Error())
+			if err2 := oprot.WriteMessageBegin(ctx, "get_metastore_db_uuid", thrift.EXCEPTION, seqId); err2 != nil {
+				_write_err58 = thrift.WrapTException(err2)
+			}
+			if err2 := _exc59.Write(ctx, oprot); _write_err58 == nil && err2 != nil {
+				_write_err58 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err58 == nil && err2 != nil {
+				_write_err58 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.Flush(ctx); _write_err58 == nil && err2 != nil {
+				_write_err58 = thrift.WrapTException(err2)
+			}
+			if _write_err58 != nil {
+				return false, thrift.WrapTException(_write_err58)
+			}
+			return true, err
+		}
+	} else {
+		result.Success = &retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "get_metastore_db_uuid", thrift.REPLY, seqId); err2 != nil {
+		_write_err58 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err58 == nil && err2 != nil {
+		_write_err58 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err58 == nil && err2 != nil {
+		_write_err58 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err58 == nil && err2 != nil {
+		_write_err58 = thrift.WrapTException(err2)
+	}
+	if _write_err58 != nil {
+		return false, thrift.WrapTException(_write_err58)
 	}
 	return true, err
 }
@@ -3405,7 +3519,7 @@ type thriftHiveMetastoreProcessorGetNotificationEventsCount struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err55 error
+	var _write_err60 error
 	args := ThriftHiveMetastoreGetNotificationEventsCountArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3451,21 +3565,21 @@ func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx con
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc56 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_notification_events_count: "+err2.Error())
+		_exc61 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_notification_events_count: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_notification_events_count", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err55 = thrift.WrapTException(err2)
+			_write_err60 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc56.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
-			_write_err55 = thrift.WrapTException(err2)
+		if err2 := _exc61.Write(ctx, oprot); _write_err60 == nil && err2 != nil {
+			_write_err60 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
-			_write_err55 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err60 == nil && err2 != nil {
+			_write_err60 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
-			_write_err55 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err60 == nil && err2 != nil {
+			_write_err60 = thrift.WrapTException(err2)
 		}
-		if _write_err55 != nil {
-			return false, thrift.WrapTException(_write_err55)
+		if _write_err60 != nil {
+			return false, thrift.WrapTException(_write_err60)
 		}
 		return true, err
 	} else {
@@ -3473,19 +3587,19 @@ func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx con
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_notification_events_count", thrift.REPLY, seqId); err2 != nil {
-		_write_err55 = thrift.WrapTException(err2)
+		_write_err60 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
-		_write_err55 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err60 == nil && err2 != nil {
+		_write_err60 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
-		_write_err55 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err60 == nil && err2 != nil {
+		_write_err60 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
-		_write_err55 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err60 == nil && err2 != nil {
+		_write_err60 = thrift.WrapTException(err2)
 	}
-	if _write_err55 != nil {
-		return false, thrift.WrapTException(_write_err55)
+	if _write_err60 != nil {
+		return false, thrift.WrapTException(_write_err60)
 	}
 	return true, err
 }
@@ -3638,13 +3752,13 @@ func (p *ThriftHiveMetastoreGetAllDatabasesResult) ReadField0(ctx context.Contex
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem57 string
+		var _elem62 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem57 = v
+			_elem62 = v
 		}
-		p.Success = append(p.Success, _elem57)
+		p.Success = append(p.Success, _elem62)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -3916,13 +4030,13 @@ func (p *ThriftHiveMetastoreGetAllTablesResult) ReadField0(ctx context.Context, 
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem58 string
+		var _elem63 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem58 = v
+			_elem63 = v
 		}
-		p.Success = append(p.Success, _elem58)
+		p.Success = append(p.Success, _elem63)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -4303,13 +4417,13 @@ func (p *ThriftHiveMetastoreGetPartitionNamesResult) ReadField0(ctx context.Cont
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem59 string
+		var _elem64 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem59 = v
+			_elem64 = v
 		}
-		p.Success = append(p.Success, _elem59)
+		p.Success = append(p.Success, _elem64)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -4502,13 +4616,13 @@ func (p *ThriftHiveMetastoreSetUgiArgs) ReadField2(ctx context.Context, iprot th
 	tSlice := make([]string, 0, size)
 	p.GroupNames = tSlice
 	for i := 0; i < size; i++ {
-		var _elem60 string
+		var _elem65 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem60 = v
+			_elem65 = v
 		}
-		p.GroupNames = append(p.GroupNames, _elem60)
+		p.GroupNames = append(p.GroupNames, _elem65)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -4669,13 +4783,13 @@ func (p *ThriftHiveMetastoreSetUgiResult) ReadField0(ctx context.Context, iprot 
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem61 string
+		var _elem66 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem61 = v
+			_elem66 = v
 		}
-		p.Success = append(p.Success, _elem61)
+		p.Success = append(p.Success, _elem66)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -5135,6 +5249,222 @@ func (p *ThriftHiveMetastoreGetCurrentNotificationEventIdResult) String() string
 		return "<nil>"
 	}
 	return fmt.Sprintf("ThriftHiveMetastoreGetCurrentNotificationEventIdResult(%+v)", *p)
+}
+
+type ThriftHiveMetastoreGetMetastoreDbUUIDArgs struct {
+}
+
+func NewThriftHiveMetastoreGetMetastoreDbUUIDArgs() *ThriftHiveMetastoreGetMetastoreDbUUIDArgs {
+	return &ThriftHiveMetastoreGetMetastoreDbUUIDArgs{}
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+			return err
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_metastore_db_uuid_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetMetastoreDbUUIDArgs(%+v)", *p)
+}
+
+// Attributes:
+//   - Success
+//   - O1
+type ThriftHiveMetastoreGetMetastoreDbUUIDResult struct {
+	Success *string        `thrift:"success,0" db:"success" json:"success,omitempty"`
+	O1      *MetaException `thrift:"o1,1" db:"o1" json:"o1,omitempty"`
+}
+
+func NewThriftHiveMetastoreGetMetastoreDbUUIDResult() *ThriftHiveMetastoreGetMetastoreDbUUIDResult {
+	return &ThriftHiveMetastoreGetMetastoreDbUUIDResult{}
+}
+
+var ThriftHiveMetastoreGetMetastoreDbUUIDResult_Success_DEFAULT string
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) GetSuccess() string {
+	if !p.IsSetSuccess() {
+		return ThriftHiveMetastoreGetMetastoreDbUUIDResult_Success_DEFAULT
+	}
+	return *p.Success
+}
+
+var ThriftHiveMetastoreGetMetastoreDbUUIDResult_O1_DEFAULT *MetaException
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) GetO1() *MetaException {
+	if !p.IsSetO1() {
+		return ThriftHiveMetastoreGetMetastoreDbUUIDResult_O1_DEFAULT
+	}
+	return p.O1
+}
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) IsSetO1() bool {
+	return p.O1 != nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 0: ", err)
+	} else {
+		p.Success = &v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.O1 = &MetaException{}
+	if err := p.O1.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.O1), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_metastore_db_uuid_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRING, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteString(ctx, string(*p.Success)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetO1() {
+		if err := oprot.WriteFieldBegin(ctx, "o1", thrift.STRUCT, 1); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:o1: ", p), err)
+		}
+		if err := p.O1.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.O1), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 1:o1: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetMetastoreDbUUIDResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetMetastoreDbUUIDResult(%+v)", *p)
 }
 
 // Attributes:

@@ -1,0 +1,499 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/election"
+	"github.com/hmssync/hmssync/hms"
+)
+
+// In-memory doubles of the ports (ports.go), for unit tests of the sync steps
+// that run in milliseconds and are deterministic: a test drives one loop step by
+// step (catalogLoop.step) and sets what the etcd watch shows by hand, which is
+// how a stale or late watch value is reproduced exactly. The etcd and metastore
+// semantics they imitate are those the production packages implement and test
+// against real parts (cursorstore against embedded etcd, hms against the fake
+// metastore's Thrift).
+
+// memLog is a metastore's notification log.
+type memLog struct {
+	mu     sync.Mutex
+	events []hms.Event // ascending ids; the oldest may have been cleaned
+	// ignoreSkip imitates servers that do not know the skip list field: every
+	// type is returned and counted towards max (the client filters).
+	ignoreSkip bool
+	uuid       string // "" = the metastore offers no identity
+	// afterCurrent, when set, runs once after the next CurrentEventID (to
+	// replace the log between the master's read of the id and its fetch).
+	afterCurrent func(*memLog)
+	// served records the highest id each fetch returned, and who asked.
+	served []int64
+}
+
+func (m *memLog) add(typ string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for range n {
+		id := int64(1)
+		if len(m.events) > 0 {
+			id = m.events[len(m.events)-1].ID + 1
+		}
+		m.events = append(m.events, hms.Event{ID: id, Type: typ, DB: "db", Table: fmt.Sprintf("t%d", id)})
+	}
+}
+
+// reset replaces the log by a new one with n events (a new metastore database).
+func (m *memLog) reset(n int, uuid string) {
+	m.mu.Lock()
+	m.events, m.uuid = nil, uuid
+	m.mu.Unlock()
+	m.add("ALTER_TABLE", n)
+}
+
+func (m *memLog) current() int64 {
+	if len(m.events) == 0 {
+		return 0
+	}
+	return m.events[len(m.events)-1].ID
+}
+
+func (m *memLog) CurrentEventID(context.Context) (int64, error) {
+	m.mu.Lock()
+	cur, hook := m.current(), m.afterCurrent
+	m.afterCurrent = nil
+	m.mu.Unlock()
+	if hook != nil {
+		hook(m)
+	}
+	return cur, nil
+}
+
+func (m *memLog) MetastoreUUID(context.Context) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.uuid, m.uuid != "", nil
+}
+
+// NextEvents classifies like hms.Client.NextEvents (SPEC §2 step 5).
+func (m *memLog) NextEvents(_ context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := hms.Fetch{Last: after}
+	first := int64(-1)
+	for _, ev := range m.events {
+		if ev.ID <= after {
+			continue
+		}
+		skipped := slices.Contains(skip, ev.Type)
+		if skipped && !m.ignoreSkip {
+			continue // the server leaves it out and does not count it
+		}
+		if len(f.Events)+f.Skipped == max {
+			break
+		}
+		if first < 0 {
+			first = ev.ID
+		}
+		f.Last = ev.ID
+		if skipped {
+			f.Skipped++
+			continue
+		}
+		f.Events = append(f.Events, ev)
+	}
+	m.served = append(m.served, f.Last)
+	oldest := int64(-1)
+	if len(m.events) > 0 {
+		oldest = m.events[0].ID
+	}
+	cur := m.current()
+	switch {
+	case first < 0:
+		f.Current = cur
+		if cur < after {
+			f.Continuity = hms.Reset
+		} else if cur > after && (oldest < 0 || oldest > after+1) {
+			f.Continuity = hms.Gap
+		}
+	case first > after+1 && (len(skip) == 0 || oldest > after+1):
+		f.Continuity = hms.Gap
+	}
+	return f, nil
+}
+
+// memDecoder turns each event into one REFRESH_TABLE change of its table;
+// events of type POISON cannot be decoded.
+type memDecoder struct{}
+
+func (memDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
+	if ev.Type == "POISON" {
+		return nil, errors.New("poison")
+	}
+	return []change.Descriptor{{EventID: ev.ID, Op: change.RefreshTable, DB: ev.DB, Table: ev.Table}}, nil
+}
+
+// memFE is an FE that speaks like the native protocol: it keeps the last
+// to_event_id applied and the event ids it received since its last full
+// refresh.
+type memFE struct {
+	mu      sync.Mutex
+	scope   applier.Scope
+	applied int64
+	report  bool  // implements AppliedReporter's answer
+	askErr  error // what AppliedEventID fails with, if set
+	batches []change.Batch
+}
+
+func (f *memFE) Dialect() string      { return "native" }
+func (f *memFE) Scope() applier.Scope { return f.scope }
+func (f *memFE) Check(context.Context) error {
+	return nil
+}
+
+func (f *memFE) Apply(_ context.Context, b change.Batch) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches = append(f.batches, b)
+	if b.FullRefresh || b.To > f.applied {
+		f.applied = b.To
+	}
+	return nil
+}
+
+// refreshes counts the full refreshes received.
+func (f *memFE) refreshes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, b := range f.batches {
+		if b.FullRefresh {
+			n++
+		}
+	}
+	return n
+}
+
+// eventsSinceRefresh lists the event ids applied since the last full refresh,
+// and the refresh's id (-1: none).
+func (f *memFE) eventsSinceRefresh() (ids []int64, refreshedAt int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	refreshedAt = -1
+	for _, b := range f.batches {
+		if b.FullRefresh {
+			ids, refreshedAt = nil, b.To
+			continue
+		}
+		for _, c := range b.Changes {
+			ids = append(ids, c.EventID)
+		}
+	}
+	return ids, refreshedAt
+}
+
+// memReportingFE is a memFE that answers AppliedReporter.
+type memReportingFE struct{ *memFE }
+
+func (f memReportingFE) AppliedEventID(context.Context, string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.askErr != nil {
+		return 0, f.askErr
+	}
+	return f.applied, nil
+}
+
+// memStore is the etcd side: the committed cursor with its epoch and metastore
+// uuid, members' durable cursors with their epochs, and the fencing by leader
+// key and revisions, as cursorstore implements them.
+type memStore struct {
+	mu  sync.Mutex
+	rev int64
+	// the committed keys of the one catalog: value, mod revision
+	cursor, epoch   int64
+	cursorRev       int64
+	epochRev        int64
+	uuid            string
+	uuidRev         int64
+	leader          election.Token // the token that currently holds the role
+	members         map[string][2]int64
+	memberWrites    map[string][]int64 // every value each member wrote
+	commits, rewind int
+}
+
+func newMemStore() *memStore {
+	return &memStore{members: map[string][2]int64{}, memberWrites: map[string][]int64{}}
+}
+
+func (s *memStore) masterLocked() cursorstore.Cursor {
+	c := cursorstore.Cursor{Exists: s.cursorRev != 0, Rev: s.cursorRev, Epoch: s.epoch, EpochRev: s.epochRev, Metastore: s.uuid, MetastoreRev: s.uuidRev}
+	if c.Exists {
+		c.Value, c.Raw = s.cursor, fmt.Sprint(s.cursor)
+	}
+	return c
+}
+
+func (s *memStore) MasterCursor(context.Context, string) (cursorstore.Cursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.masterLocked(), nil
+}
+
+func (s *memStore) fenced(tok election.Token, lastSeen cursorstore.Cursor, value, epoch int64, uuid string) (cursorstore.Cursor, error) {
+	if tok != s.leader || !tok.Valid() {
+		return s.masterLocked(), cursorstore.ErrNotLeader
+	}
+	if lastSeen.Rev != s.cursorRev || lastSeen.EpochRev != s.epochRev {
+		return s.masterLocked(), cursorstore.ErrConflict
+	}
+	s.rev++
+	s.cursor, s.cursorRev = value, s.rev
+	if epoch != s.epoch || s.epochRev == 0 {
+		s.epoch, s.epochRev = epoch, s.rev
+	}
+	if uuid != "" && uuid != s.uuid {
+		s.uuid, s.uuidRev = uuid, s.rev
+	}
+	return s.masterLocked(), nil
+}
+
+func (s *memStore) CommitMaster(_ context.Context, _ string, tok election.Token, lastSeen cursorstore.Cursor, value int64, uuid string) (cursorstore.Cursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lastSeen.Exists && value < lastSeen.Value {
+		return lastSeen, cursorstore.ErrBackwards
+	}
+	if uuid != "" && lastSeen.Metastore != "" && uuid != lastSeen.Metastore {
+		return lastSeen, cursorstore.ErrNewLineage
+	}
+	s.commits++
+	return s.fenced(tok, lastSeen, value, lastSeen.Epoch, uuid)
+}
+
+func (s *memStore) RewindMaster(_ context.Context, _ string, tok election.Token, lastSeen cursorstore.Cursor, value int64, uuid string) (cursorstore.Cursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rewind++
+	return s.fenced(tok, lastSeen, value, lastSeen.Epoch+1, uuid)
+}
+
+// operatorSet is `hmssync cursor set` / `cursor reset` (-1).
+func (s *memStore) operatorSet(value int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rev++
+	if value == -1 || (s.cursorRev != 0 && value < s.cursor) {
+		s.epoch, s.epochRev = s.epoch+1, s.rev
+	}
+	s.cursor, s.cursorRev = value, s.rev
+}
+
+// commitAs writes the committed keys as another master would have.
+func (s *memStore) commitAs(value, epoch int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rev++
+	s.cursor, s.cursorRev = value, s.rev
+	if epoch != s.epoch || s.epochRev == 0 {
+		s.epoch, s.epochRev = epoch, s.rev
+	}
+}
+
+func (s *memStore) WatchMaster(ctx context.Context, _ string) cursorstore.Watch[cursorstore.Cursor] {
+	return idleWatch[cursorstore.Cursor](ctx)
+}
+
+func (s *memStore) MemberCursor(_ context.Context, member, _ string) (cursorstore.Cursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.members[member]
+	if !ok {
+		return cursorstore.Cursor{}, nil
+	}
+	return cursorstore.Cursor{Value: v[0], Exists: true, Rev: 1, Epoch: v[1]}, nil
+}
+
+func (s *memStore) PutMemberCursor(_ context.Context, member, _ string, value, epoch int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.members[member] = [2]int64{value, epoch}
+	s.memberWrites[member] = append(s.memberWrites[member], value)
+	return nil
+}
+
+// Paused is the pause key as read from etcd: the master reads it while its
+// watch has not delivered (as here, where watches never do).
+func (s *memStore) Paused(context.Context) (bool, error) { return false, nil }
+
+func (s *memStore) WatchPause(ctx context.Context) cursorstore.Watch[bool] {
+	return idleWatch[bool](ctx)
+}
+
+// idleWatch never delivers: tests set what the loop's watch shows by hand.
+func idleWatch[T any](ctx context.Context) cursorstore.Watch[T] {
+	ch := make(chan T)
+	go func() { <-ctx.Done(); close(ch) }()
+	return cursorstore.Watch[T]{C: ch}
+}
+
+// memElector holds the role as a test says.
+type memElector struct {
+	mu     sync.Mutex
+	term   election.Term
+	master bool
+	ch     chan struct{}
+}
+
+func (e *memElector) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (e *memElector) Current() (election.Term, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.term, e.master
+}
+func (e *memElector) Changed() <-chan struct{} { return e.ch }
+func (e *memElector) Leader() string           { return "" }
+func (e *memElector) StepDown(string) {
+	e.mu.Lock()
+	e.master = false
+	e.mu.Unlock()
+}
+
+// rig is one member's catalog loop over the doubles.
+type rig struct {
+	t     *testing.T
+	log   *memLog
+	fe    *memFE
+	store *memStore
+	el    *memElector
+	a     *Agent
+	l     *catalogLoop
+	term  election.Term
+}
+
+type rigOpts struct {
+	scope  applier.Scope // default local
+	batch  int           // default 100
+	skip   []string
+	report bool // the FE answers AppliedEventID
+	member string
+}
+
+func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
+	t.Helper()
+	if o.scope == "" {
+		o.scope = applier.ScopeLocal
+	}
+	if o.batch == 0 {
+		o.batch = 100
+	}
+	if o.member == "" {
+		o.member = "m0"
+	}
+	fe := &memFE{scope: o.scope, applied: -1}
+	var app applier.Applier = fe
+	if o.report {
+		app = memReportingFE{fe}
+	}
+	el := &memElector{ch: make(chan struct{})}
+	a, err := New(Config{
+		Cluster: "c", Member: o.member, Applier: app, Scope: o.scope, Elector: el, Store: store,
+		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: memDecoder{}, BatchSize: o.batch,
+			PollInterval: time.Second, SkipEventTypes: o.skip}},
+		Logger: zaptest.NewLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, log: log, fe: fe, store: store, el: el, a: a, l: a.loops[0]}
+}
+
+// becomeMaster gives the member the role with a fresh token.
+func (r *rig) becomeMaster() {
+	r.store.mu.Lock()
+	r.store.rev++
+	tok := election.Token{Key: "/e/" + r.a.cfg.Member, Rev: r.store.rev, Lease: 1}
+	r.store.leader = tok
+	r.store.mu.Unlock()
+	r.el.mu.Lock()
+	r.term, r.el.term, r.el.master = election.Term{Token: tok}, election.Term{Token: tok}, true
+	r.el.mu.Unlock()
+}
+
+// showWatch makes the loop's master-cursor watch show c, as if delivered.
+func (r *rig) showWatch(c cursorstore.Cursor) {
+	w := r.l.watch
+	w.mu.Lock()
+	w.val, w.known = c, true
+	w.mu.Unlock()
+}
+
+// showCommitted makes the watch show what etcd holds now.
+func (r *rig) showCommitted() {
+	c, _ := r.store.MasterCursor(context.Background(), "hive")
+	r.showWatch(c)
+}
+
+// step runs one step in the member's current role, the watch showing etcd's
+// current state first unless the test set it.
+func (r *rig) step() (outcome, error) {
+	r.t.Helper()
+	term, master := r.el.Current()
+	return r.l.step(context.Background(), term, master)
+}
+
+// run steps until the loop waits (idle, waitMaster) or n steps passed.
+func (r *rig) run(n int) {
+	r.t.Helper()
+	for range n {
+		r.showCommitted()
+		out, err := r.step()
+		if err != nil {
+			r.t.Fatalf("step: %v", err)
+		}
+		if out != again {
+			return
+		}
+	}
+	r.t.Fatalf("still stepping after %d steps", n)
+}
+
+// keptSince are the ids of the log's events of kept types above id.
+func (m *memLog) keptAbove(id int64, skip []string) []int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int64
+	for _, ev := range m.events {
+		if ev.ID > id && !slices.Contains(skip, ev.Type) {
+			out = append(out, ev.ID)
+		}
+	}
+	return out
+}
+
+// checkFEHoldsLog fails unless the FE applied every kept event after its last
+// full refresh (or after start, the cursor it held before the test, without
+// one), up to the metastore's current id.
+func (r *rig) checkFEHoldsLog(start int64, skip []string) {
+	r.t.Helper()
+	got, at := r.fe.eventsSinceRefresh()
+	if at < 0 {
+		at = start
+	}
+	want := r.log.keptAbove(at, skip)
+	for _, id := range want {
+		if !slices.Contains(got, id) {
+			r.t.Fatalf("the FE never received event %d (refreshed as of %d; applied since: %v; kept events of the log above it: %v)", id, at, got, want)
+		}
+	}
+}

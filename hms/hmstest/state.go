@@ -1,0 +1,120 @@
+package hmstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/hmssync/hmssync/hms"
+)
+
+// stateVersion is the version of the saved state's layout.
+const stateVersion = 1
+
+// savedState is the server's notification log and object model, as SaveState
+// writes them: enough for a restarted server to continue the same log (the
+// same event ids, the next id after the last one) over the same objects.
+type savedState struct {
+	Version     int         `json:"version"`
+	NextEventID int64       `json:"next_event_id"`
+	NextTxnID   int64       `json:"next_txn_id"`
+	Events      []hms.Event `json:"events"`
+	Databases   []savedDB   `json:"databases"`
+}
+
+type savedDB struct {
+	Name   string       `json:"name"`
+	Tables []savedTable `json:"tables"`
+}
+
+type savedTable struct {
+	Table
+	Created    int32            `json:"created"`
+	DDLTime    int32            `json:"ddl_time"`
+	Partitions []savedPartition `json:"partitions,omitempty"`
+}
+
+type savedPartition struct {
+	Values  []string `json:"values"`
+	Name    string   `json:"name"`
+	Created int32    `json:"created"`
+	DDLTime int32    `json:"ddl_time"`
+}
+
+// SaveState writes the notification log and the object model to w as JSON, in
+// one consistent cut (no mutation in between).
+func (s *Server) SaveState(w io.Writer) error {
+	s.model.mu.Lock()
+	s.log.mu.Lock()
+	st := savedState{Version: stateVersion, NextEventID: s.log.next, NextTxnID: s.model.nextTxn, Events: append([]hms.Event{}, s.log.events...)}
+	s.log.mu.Unlock()
+	for _, d := range s.model.dbs {
+		sd := savedDB{Name: d.name}
+		for _, t := range d.tables {
+			stb := savedTable{Table: t.Table, Created: t.created, DDLTime: t.ddlTime}
+			for _, p := range t.partitions {
+				stb.Partitions = append(stb.Partitions, savedPartition{Values: p.values, Name: p.name, Created: p.created, DDLTime: p.ddlTime})
+			}
+			sort.Slice(stb.Partitions, func(i, j int) bool { return stb.Partitions[i].Name < stb.Partitions[j].Name })
+			sd.Tables = append(sd.Tables, stb)
+		}
+		sort.Slice(sd.Tables, func(i, j int) bool { return sd.Tables[i].Name < sd.Tables[j].Name })
+		st.Databases = append(st.Databases, sd)
+	}
+	s.model.mu.Unlock()
+	sort.Slice(st.Databases, func(i, j int) bool { return st.Databases[i].Name < st.Databases[j].Name })
+	return json.NewEncoder(w).Encode(st)
+}
+
+// LoadState replaces the notification log and the object model with what
+// SaveState wrote. The state is checked before anything is replaced: event ids
+// must ascend below the next id, names must be unique; on an error the server
+// is unchanged.
+func (s *Server) LoadState(r io.Reader) error {
+	var st savedState
+	if err := json.NewDecoder(r).Decode(&st); err != nil {
+		return fmt.Errorf("hmstest: saved state: %w", err)
+	}
+	if st.Version != stateVersion {
+		return fmt.Errorf("hmstest: saved state version %d, want %d", st.Version, stateVersion)
+	}
+	if st.NextEventID < 1 || st.NextTxnID < 1 {
+		return fmt.Errorf("hmstest: saved state: next event id %d, next transaction id %d: want 1 or more", st.NextEventID, st.NextTxnID)
+	}
+	prev := int64(0)
+	for _, e := range st.Events {
+		if e.ID <= prev || e.ID >= st.NextEventID {
+			return fmt.Errorf("hmstest: saved state: event id %d after %d (next id %d): want ascending ids below the next id", e.ID, prev, st.NextEventID)
+		}
+		prev = e.ID
+	}
+	dbs := map[string]*databaseState{}
+	for _, sd := range st.Databases {
+		if sd.Name == "" || dbs[sd.Name] != nil {
+			return fmt.Errorf("hmstest: saved state: database %q empty or twice", sd.Name)
+		}
+		d := &databaseState{name: sd.Name, tables: map[string]*tableState{}}
+		for _, stb := range sd.Tables {
+			if stb.Name == "" || stb.DB != sd.Name || d.tables[stb.Name] != nil {
+				return fmt.Errorf("hmstest: saved state: table %q of database %q: empty, in another database or twice", stb.Name, sd.Name)
+			}
+			t := &tableState{Table: stb.Table, created: stb.Created, ddlTime: stb.DDLTime, partitions: map[string]*partitionState{}}
+			for _, p := range stb.Partitions {
+				if len(p.Values) != len(t.PartitionKeys) || t.partitions[p.Name] != nil {
+					return fmt.Errorf("hmstest: saved state: partition %q of %s.%s: %d values for %d keys, or twice", p.Name, sd.Name, stb.Name, len(p.Values), len(t.PartitionKeys))
+				}
+				t.partitions[p.Name] = &partitionState{values: p.Values, name: p.Name, created: p.Created, ddlTime: p.DDLTime}
+			}
+			d.tables[stb.Name] = t
+		}
+		dbs[sd.Name] = d
+	}
+	s.model.mu.Lock()
+	defer s.model.mu.Unlock()
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	s.model.dbs, s.model.nextTxn = dbs, st.NextTxnID
+	s.log.events, s.log.next = st.Events, st.NextEventID
+	return nil
+}
