@@ -3,7 +3,7 @@ module github.com/hmssync/hmssync
 go 1.26.0
 
 require (
-	github.com/apache/thrift v0.17.0
+	github.com/apache/thrift v0.25.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/klauspost/compress v1.20.4
 	github.com/prometheus/client_golang v1.25.0

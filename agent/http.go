@@ -6,12 +6,11 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.uber.org/zap"
 )
 
 // Handler serves SPEC §7's operating surface. level, when not nil, is exposed on
-// /log/level (GET to read, PUT {"level":"debug"} to change).
-func (a *Agent) Handler(level *zap.AtomicLevel) http.Handler {
+// /log/level (GET to read, PUT {"level":"debug"} to change; see LogLevel).
+func (a *Agent) Handler(level *LogLevel) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) {
 		// Never checks etcd: an etcd outage must not get every sidecar killed.

@@ -48,7 +48,7 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
 	}
 	for _, ev := range f.Events {
-		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, ev.Type).Inc()
+		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, eventTypeLabel(ev.Type)).Inc()
 	}
 	if !serverSkip && len(l.cat.SkipEventTypes) > 0 {
 		kept := f.Events[:0]
@@ -93,7 +93,7 @@ func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
 	descs, bad, err := decodeAll(l.cat.Decoder, evs, runtime.GOMAXPROCS(0))
 	if err != nil {
 		ev := evs[bad]
-		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, ev.Type).Inc()
+		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, eventTypeLabel(ev.Type)).Inc()
 		return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
 	}
 	for i, ev := range evs {
@@ -105,9 +105,9 @@ func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
 			}
 		}
 		if kept {
-			d.applied = append(d.applied, ev.Type)
+			d.applied = append(d.applied, eventTypeLabel(ev.Type))
 		} else {
-			d.skipped = append(d.skipped, ev.Type)
+			d.skipped = append(d.skipped, eventTypeLabel(ev.Type))
 		}
 	}
 	l.a.m.decodeSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())

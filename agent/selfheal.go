@@ -150,10 +150,16 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 	}
 }
 
+// maxStatusError bounds the last error kept for /status and the member status.
+const maxStatusError = 2 << 10
+
 func (l *catalogLoop) recordErr(err error, class failureClass) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.st.lastErr = err.Error()
+	// Bounded: the text may carry what the metastore or the FE sent (an
+	// exception's message), and it is published in the member's etcd status,
+	// whose value etcd caps.
+	l.st.lastErr = shorten(err.Error(), maxStatusError)
 	l.st.lastErrAt = time.Now()
 	l.st.failing = true
 	switch class {

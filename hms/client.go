@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/internal/redact"
 )
 
 // ClientConfig configures a Client.
@@ -33,6 +34,9 @@ type ClientConfig struct {
 	// client does on metastores without SASL. UGIGroups go with it.
 	UGIUser   string
 	UGIGroups []string
+	// MaxReplyBytes bounds the bytes of one reply (replylimit.go). Default
+	// DefaultMaxReplyBytes.
+	MaxReplyBytes int64
 	// Logger receives connection changes. Default: no logging.
 	Logger *zap.Logger
 }
@@ -83,6 +87,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = 60 * time.Second
 	}
+	if cfg.MaxReplyBytes < 0 {
+		return nil, fmt.Errorf("hms client: negative reply budget %d", cfg.MaxReplyBytes)
+	}
+	if cfg.MaxReplyBytes == 0 {
+		cfg.MaxReplyBytes = DefaultMaxReplyBytes
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -95,8 +105,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return &Client{cfg: cfg, addrs: addrs, uris: uris, log: log, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
-// ParseURI returns the host:port of a thrift://host:port URI.
+// ParseURI returns the host:port of a thrift://host:port URI. A URI with user
+// information is refused (and not repeated): a metastore URI carries no
+// credentials, and this URI is logged on every connect.
 func ParseURI(uri string) (string, error) {
+	if redact.HasUserInfo(uri) {
+		return "", fmt.Errorf("metastore URI %q: want no user information in the URI (the metastore user is hms_user; passwords belong in files)", redact.URL(uri))
+	}
 	u, err := url.Parse(strings.TrimSpace(uri))
 	if err != nil || u.Scheme != "thrift" || u.Host == "" {
 		return "", fmt.Errorf("metastore URI %q: want thrift://host:port", uri)
@@ -136,6 +151,17 @@ var errClosed = errors.New("hms client is closed")
 // it while idle) the call is retried once on a new connection, starting with the
 // next URI. Every metastore call is a read, so a retry is safe.
 func (c *Client) call(ctx context.Context, method string, fn func(context.Context, *hmsthrift.ThriftHiveMetastoreClient) error) error {
+	return c.callLimited(ctx, c.limit(method, maxListingElements), fn)
+}
+
+// limit is the reply bound of a call whose containers may hold maxElements.
+func (c *Client) limit(method string, maxElements int) callLimit {
+	return callLimit{method: method, maxElements: maxElements, maxBytes: c.cfg.MaxReplyBytes}
+}
+
+// callLimited is call with the reply bounded by lim.
+func (c *Client) callLimited(ctx context.Context, lim callLimit, fn func(context.Context, *hmsthrift.ThriftHiveMetastoreClient) error) error {
+	method := lim.method
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -156,7 +182,7 @@ func (c *Client) call(ctx context.Context, method string, fn func(context.Contex
 			}
 		}
 		cn := c.conn
-		err := cn.do(ctx, c.cfg.CallTimeout, fn)
+		err := cn.do(ctx, c.cfg.CallTimeout, lim, fn)
 		if err == nil || serverAnswered(err) {
 			if err != nil {
 				return fmt.Errorf("hms %s on %s: %w", method, cn.uri, err)
@@ -185,7 +211,7 @@ func (c *Client) connect(ctx context.Context) error {
 		addr := c.addrs[idx]
 		cn, err := dialConn(ctx, addr, &c.cfg)
 		if err == nil && c.cfg.UGIUser != "" {
-			err = cn.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, cl *hmsthrift.ThriftHiveMetastoreClient) error {
+			err = cn.do(ctx, c.cfg.CallTimeout, c.limit("set_ugi", maxListingElements), func(ctx context.Context, cl *hmsthrift.ThriftHiveMetastoreClient) error {
 				_, err := cl.SetUgi(ctx, c.cfg.UGIUser, c.cfg.UGIGroups)
 				return err
 			})
@@ -254,7 +280,7 @@ func (c *Client) nextNotification(ctx context.Context, after int64, max int, ski
 		req.EventTypeSkipList = skipTypes
 	}
 	var evs []*hmsthrift.NotificationEvent
-	err := c.call(ctx, "get_next_notification", func(ctx context.Context, cl *hmsthrift.ThriftHiveMetastoreClient) error {
+	err := c.callLimited(ctx, c.limit("get_next_notification", eventElements(max)), func(ctx context.Context, cl *hmsthrift.ThriftHiveMetastoreClient) error {
 		r, err := cl.GetNextNotification(ctx, req)
 		if err == nil {
 			evs = r.Events

@@ -376,3 +376,12 @@ func TestReconnectPromotesAnotherMetastore(t *testing.T) {
 		}
 	}
 }
+
+// A metastore URI is logged on every connect: one with user information is
+// refused, without repeating it.
+func TestURIWithUserInfoIsRefused(t *testing.T) {
+	_, err := hms.NewClient(hms.ClientConfig{URIs: []string{"thrift://hive:hunter2@127.0.0.1:9083"}})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "user information") {
+		t.Fatalf("NewClient: %v; want the URI refused for its user information, redacted", err)
+	}
+}

@@ -20,6 +20,7 @@ type conn struct {
 	nc     net.Conn
 	client *hmsthrift.ThriftHiveMetastoreClient
 	used   bool // at least one call completed on it
+	limit  *replyLimit
 }
 
 // thriftConfig caps what a response may make the client allocate. A notification
@@ -53,24 +54,27 @@ func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error
 		}
 		nc = tlsConn
 	}
-	var trans thrift.TTransport = &netTransport{nc: nc}
+	limit := &replyLimit{}
+	var trans thrift.TTransport = &netTransport{nc: nc, limit: limit}
 	if cfg.Framed {
 		trans = thrift.NewTFramedTransportConf(trans, thriftConfig)
 	} else {
 		trans = thrift.NewTBufferedTransport(trans, 64<<10)
 	}
-	proto := newBinaryProtocol(trans, thriftConfig)
+	proto := &limitedProtocol{TProtocol: newBinaryProtocol(trans, thriftConfig), limit: limit}
 	return &conn{
 		addr:   addr,
 		nc:     nc,
 		client: hmsthrift.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
+		limit:  limit,
 	}, nil
 }
 
 // do runs one call bounded by ctx and by callTimeout: the socket deadline is the
 // earlier of the two, and cancelling ctx expires it at once, so a stalled server
-// cannot hold the caller.
-func (c *conn) do(ctx context.Context, callTimeout time.Duration, fn func(context.Context, *hmsthrift.ThriftHiveMetastoreClient) error) error {
+// cannot hold the caller. Its reply is bounded by lim (replylimit.go).
+func (c *conn) do(ctx context.Context, callTimeout time.Duration, lim callLimit, fn func(context.Context, *hmsthrift.ThriftHiveMetastoreClient) error) error {
+	c.limit.reset(lim.method, lim.maxElements, lim.maxBytes)
 	deadline := time.Now().Add(callTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -118,13 +122,24 @@ func serverAnswered(err error) bool {
 }
 
 // netTransport is a thrift.TTransport over a net.Conn that, unlike thrift.TSocket,
-// leaves the connection's deadlines to the caller (conn.do sets them per call).
-type netTransport struct{ nc net.Conn }
+// leaves the connection's deadlines to the caller (conn.do sets them per call),
+// and counts what it reads against the call's reply budget.
+type netTransport struct {
+	nc    net.Conn
+	limit *replyLimit
+}
 
-func (t *netTransport) Open() error                       { return nil }
-func (t *netTransport) IsOpen() bool                      { return true }
-func (t *netTransport) Close() error                      { return t.nc.Close() }
-func (t *netTransport) Read(p []byte) (int, error)        { return t.nc.Read(p) }
+func (t *netTransport) Open() error  { return nil }
+func (t *netTransport) IsOpen() bool { return true }
+func (t *netTransport) Close() error { return t.nc.Close() }
+func (t *netTransport) Read(p []byte) (int, error) {
+	n, err := t.nc.Read(p[:t.limit.readCap(len(p))])
+	if lerr := t.limit.take(n); lerr != nil {
+		return n, lerr
+	}
+	return n, err
+}
+
 func (t *netTransport) Write(p []byte) (int, error)       { return t.nc.Write(p) }
 func (t *netTransport) Flush(context.Context) error       { return nil }
 func (t *netTransport) RemainingBytes() (numBytes uint64) { return ^uint64(0) }

@@ -57,10 +57,11 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "undecodable message", Err: err}
 	}
 	var m messageFields
-	if err := m.scan(text, bufs); err != nil {
+	budget := newNameBudget(len(text))
+	if err := m.scan(text, bufs, budget); err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "malformed message JSON", Err: err}
 	}
-	ed := eventDecoder{e: e, m: &m}
+	ed := eventDecoder{e: e, m: &m, names: budget}
 	descs, err := ed.decode()
 	if err != nil {
 		var de *DecodeError
@@ -70,6 +71,11 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "invalid message", Err: err}
 	}
 	for i := range descs {
+		// Checked before normalising: lower-casing turns invalid bytes into
+		// U+FFFD, which would name another object than the metastore's.
+		if err := checkUTF8Names(&descs[i]); err != nil {
+			return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "invalid name", Err: err}
+		}
 		normaliseNames(&descs[i])
 	}
 	return descs, nil
@@ -94,7 +100,7 @@ type messageFields struct {
 	partitions                              []byte // the raw JSON array of key→value objects
 }
 
-func (m *messageFields) scan(text []byte, bufs *decodeBuffers) error {
+func (m *messageFields) scan(text []byte, bufs *decodeBuffers, budget *nameBudget) error {
 	embedded := func(s *jsonScanner) ([]byte, error) { return bufs.embeddedString(s) }
 	s := jsonScanner{b: text}
 	err := s.object(func(key []byte) error {
@@ -128,6 +134,11 @@ func (m *messageFields) scan(text []byte, bufs *decodeBuffers) error {
 			}
 			m.partitionList = m.partitionList[:0]
 			err = s.array(func(int) error {
+				// Each element costs a slice header, however short its text:
+				// counted, so that a list of empty strings is no bomb.
+				if err := budget.takeBytes(sliceHeaderBytes); err != nil {
+					return err
+				}
 				raw, err := embedded(&s)
 				if err == nil && raw == nil {
 					err = errors.New("null element")
@@ -157,8 +168,9 @@ func (m *messageFields) scan(text []byte, bufs *decodeBuffers) error {
 
 // eventDecoder applies the mapping of reference §5 to one scanned message.
 type eventDecoder struct {
-	e Event
-	m *messageFields
+	e     Event
+	m     *messageFields
+	names *nameBudget
 }
 
 func (d *eventDecoder) desc(op change.Op, db, table string) change.Descriptor {
@@ -217,7 +229,7 @@ func (d *eventDecoder) decode() ([]change.Descriptor, error) {
 		if d.e.Type != EventDropPartition && len(d.m.partitionList) > 0 {
 			names, err = d.namesFromObjects(keys, d.m.partitionList)
 		} else {
-			names, err = namesFromSpecs(keys, d.m.partitions)
+			names, err = namesFromSpecs(keys, d.m.partitions, d.names)
 		}
 		if err != nil {
 			return nil, err
@@ -366,6 +378,9 @@ func (d *eventDecoder) namesFromObjects(keys []string, objects [][]byte) ([]stri
 			return nil, err
 		}
 		name, err := PartitionName(keys, p.Values)
+		if err == nil {
+			err = d.names.take(name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", i, err)
 		}
@@ -443,7 +458,7 @@ func (d *eventDecoder) alterPartition() ([]change.Descriptor, error) {
 // namesFromSpecs names the partitions of a "partitions" member: a list of
 // key→value objects whose member order must not be trusted, so values are taken
 // in the table's key order.
-func namesFromSpecs(keys []string, raw []byte) ([]string, error) {
+func namesFromSpecs(keys []string, raw []byte, budget *nameBudget) ([]string, error) {
 	if raw == nil {
 		return nil, errors.New("message has no partitions")
 	}
@@ -479,6 +494,9 @@ func namesFromSpecs(keys []string, raw []byte) ([]string, error) {
 			return fmt.Errorf("partition %d gives %d of the table's %d partition keys %q", i, n, len(keys), keys)
 		}
 		name, err := PartitionName(keys, values)
+		if err == nil {
+			err = budget.take(name)
+		}
 		names = append(names, name)
 		return err
 	})

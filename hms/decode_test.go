@@ -333,6 +333,11 @@ func TestDecodeMalformed(t *testing.T) {
 		{"alter table without after object", Event{Type: "ALTER_TABLE", Format: FormatJSON, Message: `{"db":"sales","table":"orders","tableObjBeforeJson":` + table + `}`}, "no tableObjAfterJson"},
 		{"bad escape", Event{Type: "CREATE_TABLE", Format: FormatJSON, Message: `{"db":"sa\qles","table":"orders"}`}, "unknown escape"},
 		{"empty partitions", Event{Type: "ADD_PARTITION", Format: FormatJSON, Message: `{"db":"sales","table":"orders","tableObjJson":` + table + `,"partitions":[]}`}, "no partitions"},
+		// Names that are not UTF-8 must not reach an FE altered (U+FFFD).
+		{"db not UTF-8", Event{Type: "CREATE_TABLE", Format: FormatJSON, Message: "{\"db\":\"s\xffx\",\"table\":\"orders\"}"}, "not valid UTF-8"},
+		{"table not UTF-8", Event{Type: "DROP_TABLE", Format: FormatJSON, Message: "{\"db\":\"sales\",\"table\":\"o\xc3\"}"}, "not valid UTF-8"},
+		{"rename target not UTF-8", Event{Type: "ALTER_TABLE", Format: FormatJSON, Message: `{"db":"sales","table":"orders","tableObjBeforeJson":` + table + `,"tableObjAfterJson":` + rawQuote(strings.Replace(tjsonTable("sales", "oXrders", false, "dt"), "X", "\xff", 1)) + `}`}, "not valid UTF-8"},
+		{"partition value not UTF-8", Event{Type: "DROP_PARTITION", Format: FormatJSON, Message: `{"db":"sales","table":"orders","tableObjJson":` + table + `,"partitions":[{"dt":"2024` + "\xff" + `"}]}`}, "not valid UTF-8"},
 	}
 	for i, c := range cases {
 		c.ev.ID = int64(1000 + i)
@@ -351,7 +356,23 @@ func TestDecodeMalformed(t *testing.T) {
 	}
 }
 
+// rawQuote is a JSON string of s that keeps bytes that are not UTF-8 (quote
+// would replace them with U+FFFD, as encoding/json does).
+func rawQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
 func truncatedGzip(t *testing.T, msg string) string {
 	b, _ := base64.StdEncoding.DecodeString(gzipMessage(t, msg))
 	return base64.StdEncoding.EncodeToString(b[:len(b)-6])
+}
+
+// A decode error quotes what the message holds; from a hostile message that can
+// be megabytes, so its text is bounded (it is logged and shown in /status).
+func TestDecodeErrorTextIsBounded(t *testing.T) {
+	ev := Event{ID: 77, Type: "CREATE_TABLE", Format: "x" + strings.Repeat("y", 1<<20), Message: "{}"}
+	_, err := Decoder{}.Decode(ev)
+	if err == nil || len(err.Error()) > 1200 || !strings.HasPrefix(err.Error(), "event 77 (CREATE_TABLE)") {
+		t.Fatalf("decode error of %d bytes: %.200q; want at most about 1 KiB, naming the event", len(err.Error()), err)
+	}
 }

@@ -2,8 +2,11 @@ package hms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+
+	"go.uber.org/zap"
 )
 
 // Continuity says how a fetched batch relates to the id it was fetched after.
@@ -61,8 +64,18 @@ type Fetch struct {
 // oldest retained event is beyond after+1); an empty batch with the current id
 // below after is a Reset, and one with the current id above after is a Gap when
 // the oldest retained event is beyond after+1 or the log is empty.
+//
+// A reply larger than the client's byte budget (MaxReplyBytes) is asked for
+// again with half as many events, down to one, so that a backlog of large
+// events is read in smaller batches rather than refused for ever.
 func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes []string) (Fetch, error) {
 	raw, err := c.nextNotification(ctx, after, max, skipTypes)
+	for max > 1 && errors.Is(err, ErrReplyTooLarge) && ctx.Err() == nil {
+		max /= 2
+		c.log.Warn("metastore reply over its byte budget; asking for fewer events",
+			zap.Int64("after", after), zap.Int("max_events", max), zap.Int64("max_reply_bytes", c.cfg.MaxReplyBytes))
+		raw, err = c.nextNotification(ctx, after, max, skipTypes)
+	}
 	if err != nil {
 		return Fetch{}, err
 	}

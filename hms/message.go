@@ -21,17 +21,19 @@ const (
 // gzipMagicBase64 is how every base64-encoded gzip stream starts (1f 8b 08).
 const gzipMagicBase64 = "H4sI"
 
-// maxMessageSize bounds a decompressed message so that a corrupt or hostile gzip
-// stream cannot exhaust memory. Hive's largest messages (thousands of partitions
-// with their objects) are tens of megabytes.
-const maxMessageSize = 256 << 20
+// MaxInflatedMessage bounds a decompressed message so that a corrupt or hostile
+// gzip stream cannot exhaust memory (a 1.4 MB bomb inflates to 1.4 GB). Hive's
+// largest messages (thousands of partitions with their objects) are tens of
+// megabytes. The inflate buffer grows to at most this plus one byte, so one
+// message costs at most 1.5 times this while it inflates (old and new buffer).
+const MaxInflatedMessage = 64 << 20
 
 // decodeBuffers are the scratch buffers of one Decode call, pooled because a
 // gzip reader and the buffers for a message cost more to allocate than decoding a
 // small message does.
 type decodeBuffers struct {
 	b64     []byte
-	text    bytes.Buffer
+	text    []byte // the inflated message
 	gz      *gzip.Reader
 	escaped []byte // unescaped embedded objects of the current message
 	rd      bytes.Reader
@@ -50,7 +52,7 @@ func getDecodeBuffers() *decodeBuffers {
 const maxPooledBuffer = 8 << 20
 
 func putDecodeBuffers(bufs *decodeBuffers) {
-	if cap(bufs.escaped) > maxPooledBuffer || cap(bufs.b64) > maxPooledBuffer || bufs.text.Cap() > maxPooledBuffer {
+	if cap(bufs.escaped) > maxPooledBuffer || cap(bufs.b64) > maxPooledBuffer || cap(bufs.text) > maxPooledBuffer {
 		return
 	}
 	decodeBufferPool.Put(bufs)
@@ -99,18 +101,46 @@ func (bufs *decodeBuffers) messageText(e Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("message is not valid gzip: %w", err)
 	}
-	bufs.text.Reset()
-	m, err := bufs.text.ReadFrom(io.LimitReader(bufs.gz, maxMessageSize+1))
+	bufs.text, err = inflate(bufs.text[:0], bufs.gz, MaxInflatedMessage)
+	if errors.Is(err, errInflatedTooLarge) {
+		return nil, fmt.Errorf("message decompresses to more than %d bytes (%d compressed); hmssync refuses it as a decompression bomb", MaxInflatedMessage, n)
+	}
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = errors.New("truncated gzip stream")
 		}
 		return nil, fmt.Errorf("message is not valid gzip: %w", err)
 	}
-	if m > maxMessageSize {
-		return nil, fmt.Errorf("message decompresses to more than %d bytes", maxMessageSize)
+	return bufs.text, nil
+}
+
+var errInflatedTooLarge = errors.New("inflated message too large")
+
+// inflate appends what r yields to dst, refusing more than limit bytes. Unlike
+// bytes.Buffer.ReadFrom, which doubles past any limit (a 256 MiB limit let a bomb
+// hold 0.9 GiB), the buffer never grows beyond limit+1 bytes.
+func inflate(dst []byte, r io.Reader, limit int) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			if len(dst) > limit {
+				return nil, errInflatedTooLarge
+			}
+			grown := make([]byte, len(dst), min(max(2*cap(dst), 64<<10), limit+1))
+			copy(grown, dst)
+			dst = grown
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > limit {
+			return nil, errInflatedTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return bufs.text.Bytes(), nil
 }
 
 // embeddedString reads a JSON string holding an embedded object and returns its

@@ -7,6 +7,7 @@ package fetest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +36,9 @@ type Options struct {
 	// the native per-catalog state answers 404 for any other catalog; nil
 	// declares none and lets the native protocol serve every catalog.
 	Catalogs []Catalog
+	// TLS, when set, serves HTTPS with it (its Certificates, and ClientCAs
+	// with ClientAuth to require client certificates); URL is then https://.
+	TLS *tls.Config
 }
 
 // Server is one fake FE endpoint. In a Cluster several share one cache model.
@@ -51,6 +55,7 @@ type Server struct {
 	handler http.Handler
 	// catalogs are Options.Catalogs.
 	catalogs []Catalog
+	tls      *tls.Config
 
 	inflight atomic.Int64
 	overlaps atomic.Int64
@@ -84,7 +89,7 @@ func ListenServer(addr string, o Options) (*Server, error) {
 }
 
 func listen(addr string, o Options, m *model) (*Server, error) {
-	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, catalogs: o.Catalogs, closing: make(chan struct{})}
+	s := &Server{addr: addr, user: o.User, pass: o.Password, m: m, log: o.Logger, catalogs: o.Catalogs, tls: o.TLS, closing: make(chan struct{})}
 	if s.user == "" {
 		s.user = "root"
 	}
@@ -123,6 +128,12 @@ func (s *Server) Up() error {
 	if s.URL == "" { // first listen; afterwards the address is fixed
 		s.addr = ln.Addr().String()
 		s.URL = "http://" + s.addr
+		if s.tls != nil {
+			s.URL = "https://" + s.addr
+		}
+	}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
 	}
 	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})

@@ -446,8 +446,15 @@ func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, h
 	cfg.FE.Dialect = dialect
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Log = logConfig{Level: "warn", Format: "json"}
-	cfg.Catalogs = []catalogConfig{{Name: benchCatalog, HMSURIs: []string{hmsURI}, BatchSize: o.batchSize, PollInterval: o.poll}}
-	defaultCatalog(&cfg.Catalogs[0])
+	cat := catalogDefaults(benchCatalog)
+	cat.HMSURIs = []string{hmsURI}
+	if o.batchSize != 0 {
+		cat.BatchSize = o.batchSize
+	}
+	if o.poll != 0 {
+		cat.PollInterval = o.poll
+	}
+	cfg.Catalogs = []catalogConfig{cat}
 	return cfg
 }
 

@@ -53,11 +53,15 @@ func preflightTarget(cfg sidecarConfig, sec secrets) (preflight.Target, error) {
 	if err != nil {
 		return preflight.Target{}, err
 	}
+	feClient, err := feHTTPClient(cfg.FE) // fe.tls, as run uses it
+	if err != nil {
+		return preflight.Target{}, err
+	}
 	t := preflight.Target{
 		Member: cfg.Member,
 		Etcd: preflight.Etcd{Client: ec, Prefix: cfg.Etcd.Prefix, Cluster: cfg.Cluster,
 			RequestTimeout: cfg.Etcd.RequestTimeout, EmbeddedDir: cfg.Etcd.EmbeddedDir},
-		FE: preflight.FE{URL: cfg.FE.URL, Dialect: cfg.FE.Dialect, User: cfg.FE.User, Password: sec.FEPassword, Timeout: cfg.FE.Timeout},
+		FE: preflight.FE{URL: cfg.FE.URL, Dialect: cfg.FE.Dialect, User: cfg.FE.User, Password: sec.FEPassword, Timeout: cfg.FE.Timeout, Client: feClient},
 	}
 	for i, cc := range cfg.Catalogs {
 		tlsCfg, err := cc.HMSTLS.clientConfig(catalogTLSKey(i))

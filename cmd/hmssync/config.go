@@ -35,6 +35,9 @@ type etcdConfig struct {
 	TLS            tlsConfig     `yaml:"tls"`
 	EmbeddedDir    string        `yaml:"embedded_dir"`
 	EmbeddedListen string        `yaml:"embedded_listen"`
+	// EmbeddedUnsafeRemote allows a non-loopback embedded_listen: the embedded
+	// etcd has neither TLS nor authentication.
+	EmbeddedUnsafeRemote bool `yaml:"embedded_listen_unsafe_allow_remote"`
 }
 
 type tlsConfig struct {
@@ -52,6 +55,7 @@ type feConfig struct {
 	Scope          string        `yaml:"scope"`
 	HealthInterval time.Duration `yaml:"health_interval"`
 	UnhealthyGrace time.Duration `yaml:"unhealthy_grace"`
+	TLS            feTLSConfig   `yaml:"tls"`
 }
 
 type catalogConfig struct {
@@ -70,7 +74,8 @@ type catalogConfig struct {
 }
 
 type httpConfig struct {
-	Listen string `yaml:"listen"`
+	Listen              string `yaml:"listen"`
+	AllowRemoteLogLevel bool   `yaml:"allow_remote_log_level"`
 }
 
 type logConfig struct {
@@ -89,6 +94,9 @@ type retryConfig struct {
 type secrets struct {
 	FEPassword   string
 	EtcdPassword string
+	// Warnings about where they came from (a file others may read), for the
+	// log once there is one.
+	Warnings []string
 }
 
 // defaultConfig is the configuration before the file, the environment and the
@@ -120,22 +128,16 @@ func defaultConfig() sidecarConfig {
 	}
 }
 
-// defaultCatalog fills the unset keys of one catalog.
-func defaultCatalog(c *catalogConfig) {
-	if len(c.HMSURIs) == 0 {
-		c.HMSURIs = []string{"thrift://127.0.0.1:9083"}
-	}
-	if c.HMSCatalog == "" {
-		c.HMSCatalog = "hive"
-	}
-	if c.HMSTimeout == 0 {
-		c.HMSTimeout = 30 * time.Second
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 1000
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
+// catalogDefaults is a catalog before its keys are read (so that a key given
+// as 0 or empty is the operator's value, and validated, not a default).
+func catalogDefaults(name string) catalogConfig {
+	return catalogConfig{
+		Name:         name,
+		HMSURIs:      []string{"thrift://127.0.0.1:9083"},
+		HMSCatalog:   "hive",
+		HMSTimeout:   30 * time.Second,
+		BatchSize:    1000,
+		PollInterval: time.Second,
 	}
 }
 
@@ -186,13 +188,10 @@ func loadConfig(src configSources) (sidecarConfig, secrets, error) {
 		cfg.Member = defaultMember()
 	}
 	if len(cfg.Catalogs) == 0 {
-		cfg.Catalogs = []catalogConfig{{Name: "hive"}}
+		cfg.Catalogs = []catalogConfig{catalogDefaults("hive")} // catalogs from the file got theirs as they were read
 	}
 	if len(src.HMSURIs) > 0 {
 		cfg.Catalogs[0].HMSURIs = src.HMSURIs
-	}
-	for i := range cfg.Catalogs {
-		defaultCatalog(&cfg.Catalogs[i])
 	}
 	if err := cfg.validate(); err != nil {
 		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
@@ -201,6 +200,7 @@ func loadConfig(src configSources) (sidecarConfig, secrets, error) {
 	if err != nil {
 		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
 	}
+	sec.Warnings = append(sec.Warnings, cfg.plainTextWarnings(sec)...)
 	return cfg, sec, nil
 }
 

@@ -53,8 +53,14 @@ func decodeNode(n *yaml.Node, v reflect.Value, key string) error {
 		}
 		fields := yamlFields(v.Type())
 		var errs []error
+		seen := map[string]int{} // key → line, to refuse duplicates (YAML would let the last win)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i].Value, n.Content[i+1]
+			if line, dup := seen[k]; dup {
+				errs = append(errs, fmt.Errorf("%s (line %d): duplicate key, already set on line %d; give each key once", joinKey(key, k), n.Content[i].Line, line))
+				continue
+			}
+			seen[k] = n.Content[i].Line
 			idx, ok := fields[k]
 			if !ok {
 				errs = append(errs, fmt.Errorf("%s (line %d): unknown key; allowed: %s", joinKey(key, k), n.Content[i].Line, strings.Join(sortedKeys(fields), ", ")))
@@ -72,6 +78,11 @@ func decodeNode(n *yaml.Node, v reflect.Value, key string) error {
 		out := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		var errs []error
 		for i, el := range n.Content {
+			// Defaults first, so that a key the file sets, even to 0, keeps
+			// its value and is validated (batch_size: 0 is an error, not 1000).
+			if c, ok := out.Index(i).Addr().Interface().(*catalogConfig); ok {
+				*c = catalogDefaults("")
+			}
 			if err := decodeNode(el, out.Index(i), fmt.Sprintf("%s[%d]", key, i)); err != nil {
 				errs = append(errs, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 )
 
@@ -180,9 +181,20 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		{"scope", "fe: {scope: everyone}", nil, []string{"fe.scope", `"everyone"`, "auto"}},
 		{"unknown key", "fe: {passwd: x}", nil, []string{"fe.passwd", "unknown key", "password_file"}},
 		{"batch size text", "catalogs: [{name: a}, {name: b, batch_size: lots}]", nil, []string{"catalogs[1].batch_size", `"lots"`, "whole number"}},
-		{"batch size range", "catalogs: [{name: a, batch_size: 0}]", nil, []string{}}, // 0 means default: valid
+		// An explicit 0 is the operator's value, not "use the default".
+		{"batch size zero", "catalogs: [{name: a, batch_size: 0}]", nil, []string{"catalogs[0].batch_size", "= 0", "1 to 100000"}},
+		{"poll interval zero", "catalogs: [{name: a, poll_interval: 0s}]", nil, []string{"catalogs[0].poll_interval", "0s", "10ms to 1h"}},
+		{"hms timeout zero", "catalogs: [{name: a, hms_timeout: 0}]", nil, []string{"catalogs[0].hms_timeout", "0s", "1ms to 10m"}},
+		{"hms uris empty", "catalogs: [{name: a, hms_uris: []}]", nil, []string{"catalogs[0].hms_uris", "at least one"}},
+		{"catalog defaults kept", "catalogs: [{name: a}, {name: b, batch_size: 5}]", nil, []string{}}, // valid
+		{"duplicate key", "fe:\n  timeout: 5s\n  timeout: 10s\n", nil, []string{"fe.timeout", "line 3", "duplicate key", "line 2"}},
+		{"duplicate top-level key", "cluster: a\ncluster: b\n", nil, []string{"cluster (line 2)", "duplicate key"}},
+		{"duplicate catalog key", "catalogs:\n- name: a\n  batch_size: 5\n  batch_size: 6\n", nil, []string{"catalogs[0].batch_size", "duplicate key"}},
+		{"prefix with a space", "etcd: {prefix: '/hms sync'}", nil, []string{"etcd.prefix", `"/hms sync"`, "segments of letters"}},
+		{"prefix with a newline", "etcd: {prefix: \"/hms\\nsync\"}", nil, []string{"etcd.prefix", `"/hms\nsync"`}},
+		{"catalogs differing in case", "catalogs: [{name: Hive}, {name: hive}]", nil, []string{"catalogs[1].name", `"hive"`, `catalogs[0] is "Hive"`}},
 		{"batch size negative", "catalogs: [{name: a, batch_size: -5}]", nil, []string{"catalogs[0].batch_size", "-5", "1 to 100000"}},
-		{"duplicate catalog", "catalogs: [{name: a}, {name: a}]", nil, []string{"catalogs[1].name", `"a"`, "catalogs[0] has it too"}},
+		{"duplicate catalog", "catalogs: [{name: a}, {name: a}]", nil, []string{"catalogs[1].name", `"a"`, `catalogs[0] is "a"`}},
 		{"hms uri", "catalogs: [{name: a, hms_uris: ['http://hms:9083']}]", nil, []string{"catalogs[0].hms_uris[0]", "http://hms:9083", "thrift://host:port"}},
 		{"regex", "catalogs: [{name: a, include: ['sales\\.(']}]", nil, []string{"catalogs[0].include[0]", "regular expression"}},
 		{"poll interval", "catalogs: [{name: a, poll_interval: 1ms}]", nil, []string{"catalogs[0].poll_interval", "1ms", "10ms to 1h"}},
@@ -261,5 +273,86 @@ func TestCheckConfigPrintsNoSecret(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("--check-config output lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// Userinfo in any URL is refused, and no error repeats the password.
+func TestUserInfoInURLsIsRefusedAndRedacted(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		file string
+		key  string
+		hint string
+	}{
+		{"etcd endpoint", map[string]string{"HMSSYNC_ETCD_ENDPOINTS": "http://root:hunter2@etcd:2379"}, "", "etcd.endpoints[0]", "etcd.password_file"},
+		{"fe url that does not parse", map[string]string{"HMSSYNC_FE_URL": "http://root:hunter2@fe:8030/%zz"}, "", "fe.url", "fe.password_file"},
+		{"hms uri", nil, "catalogs: [{name: a, hms_uris: ['thrift://hive:hunter2@hms:9083']}]", "catalogs[0].hms_uris[0]", "password_file"},
+	} {
+		env := map[string]string{"HMSSYNC_MEMBER": "m"}
+		for k, v := range c.env {
+			env[k] = v
+		}
+		_, _, err := loadConfig(configSources{File: writeFile(t, c.file), Getenv: envOf(env)})
+		if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.hint) {
+			t.Errorf("%s: %v; want %s refused, pointing at %s", c.name, err, c.key, c.hint)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows the password: %v", c.name, err)
+		}
+	}
+	app := newApp()
+	app.Writer, app.ErrWriter = &strings.Builder{}, &strings.Builder{}
+	err := app.Run([]string{"hmssync", "status", "--cluster", "c", "--etcd-endpoints", "http://root:hunter2@127.0.0.1:1", "--etcd-dial-timeout", "200ms"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "REDACTED") {
+		t.Errorf("status with a password in the endpoint: %v; want it refused, redacted", err)
+	}
+}
+
+// Password files: the same precedence in run and in the operator commands (the
+// file wins over the environment), a bounded read, and a warning when others
+// may read the file.
+func TestPasswordFiles(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.WriteFile(open, []byte("from-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, sec, err := loadConfig(configSources{Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m", "HMSSYNC_ETCD_USERNAME": "u",
+		"HMSSYNC_ETCD_PASSWORD_FILE": open, "HMSSYNC_ETCD_PASSWORD": "from-env"})})
+	if err != nil || sec.EtcdPassword != "from-file" {
+		t.Fatalf("run: etcd password %q, %v; want the file's", sec.EtcdPassword, err)
+	}
+	if w := strings.Join(sec.Warnings, "\n"); !strings.Contains(w, "etcd.password_file") || !strings.Contains(w, "0644") || !strings.Contains(w, "chmod 600") {
+		t.Errorf("run: warnings %q; want one naming the file others may read", sec.Warnings)
+	}
+	_, _, err = loadConfig(configSources{Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m", "HMSSYNC_FE_PASSWORD_FILE": big})})
+	if err == nil || !strings.Contains(err.Error(), "fe.password_file") || !strings.Contains(err.Error(), "larger than 65536 bytes") {
+		t.Errorf("run with a 1 MiB password file: %v; want it refused by its size", err)
+	}
+
+	// The operator commands read the same way.
+	t.Setenv("HMSSYNC_ETCD_PASSWORD", "from-env")
+	var got etcdTarget
+	var stderr strings.Builder
+	app := &cli.App{Flags: etcdFlags(), ErrWriter: &stderr, Action: func(c *cli.Context) error {
+		var err error
+		got, err = etcdTargetFromFlags(c)
+		return err
+	}}
+	if err := app.Run([]string{"x", "--cluster", "c", "--etcd-username", "u", "--etcd-password-file", open}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Client.Password != "from-file" {
+		t.Errorf("operator commands: password %q; want the file's, as run reads it", got.Client.Password)
+	}
+	if !strings.Contains(stderr.String(), "chmod 600") {
+		t.Errorf("operator commands: stderr %q; want the warning about the open file", stderr.String())
+	}
+	if err := app.Run([]string{"x", "--cluster", "c", "--etcd-password-file", big}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("operator commands with a 1 MiB password file: %v; want it refused by its size", err)
 	}
 }

@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hmssync/hmssync/internal/names"
+	"github.com/hmssync/hmssync/internal/redact"
 )
 
-var (
-	nameRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	eventTypeRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-)
+var eventTypeRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
 // validate checks every value and the timing invariants, and reports all problems
 // at once, each naming the key, the bad value and what is allowed.
@@ -25,13 +25,16 @@ func (c *sidecarConfig) validate() error {
 		errs = append(errs, fmt.Errorf("%s = %s: %s", key, show(val), want))
 	}
 
-	if !nameRe.MatchString(c.Cluster) || len(c.Cluster) > 128 {
-		bad("cluster", c.Cluster, "want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	named := func(key string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s = %w", key, err))
+		}
 	}
+	named("cluster", names.Cluster(c.Cluster))
 	if c.Member == "" {
 		bad("member", c.Member, "want a member name; it defaults to $POD_NAME, else the hostname, and neither is available")
-	} else if !nameRe.MatchString(c.Member) || len(c.Member) > 128 {
-		bad("member", c.Member, "want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	} else {
+		named("member", names.Member(c.Member))
 	}
 
 	// etcd
@@ -44,19 +47,24 @@ func (c *sidecarConfig) validate() error {
 		for i, ep := range e.Endpoints {
 			u, err := url.Parse(ep)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" || u.User != nil {
-				bad(fmt.Sprintf("etcd.endpoints[%d]", i), ep, "want http://host:port or https://host:port, without user information")
+				want := "want http://host:port or https://host:port"
+				if redact.HasUserInfo(ep) {
+					want = "want no user information in the URL: use etcd.username and etcd.password_file or HMSSYNC_ETCD_PASSWORD"
+				}
+				bad(fmt.Sprintf("etcd.endpoints[%d]", i), redact.URL(ep), want)
 				continue
 			}
 			if tlsSet && u.Scheme != "https" {
-				bad(fmt.Sprintf("etcd.endpoints[%d]", i), ep, "etcd.tls is set: want an https:// endpoint")
+				bad(fmt.Sprintf("etcd.endpoints[%d]", i), redact.URL(ep), "etcd.tls is set: want an https:// endpoint")
 			}
 		}
-	} else if _, _, err := net.SplitHostPort(e.EmbeddedListen); err != nil {
+	} else if host, _, err := net.SplitHostPort(e.EmbeddedListen); err != nil {
 		bad("etcd.embedded_listen", e.EmbeddedListen, "want host:port, e.g. 127.0.0.1:2379")
+	} else if !isLoopbackHost(host) && !e.EmbeddedUnsafeRemote {
+		bad("etcd.embedded_listen", e.EmbeddedListen, "want a loopback address such as 127.0.0.1:2379: the embedded etcd has no TLS and no authentication, so anyone who reaches it can rewrite the cursors; "+
+			"set etcd.embedded_listen_unsafe_allow_remote: true to listen there anyway")
 	}
-	if !strings.HasPrefix(e.Prefix, "/") || strings.HasSuffix(e.Prefix, "/") || strings.Contains(e.Prefix, "//") {
-		bad("etcd.prefix", e.Prefix, "want a key prefix starting with '/' and not ending with '/', e.g. /hmssync")
-	}
+	named("etcd.prefix", names.Prefix(e.Prefix))
 	if e.LeaseTTL < 2*time.Second || e.LeaseTTL > 5*time.Minute || e.LeaseTTL%time.Second != 0 {
 		bad("etcd.lease_ttl", e.LeaseTTL, "want a whole number of seconds from 2s to 5m (etcd leases count seconds)")
 	}
@@ -81,12 +89,17 @@ func (c *sidecarConfig) validate() error {
 
 	// FE
 	f := c.FE
-	if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if redact.HasUserInfo(f.URL) {
+		bad("fe.url", redact.URL(f.URL), "want no user information in the URL: use fe.user and fe.password_file or HMSSYNC_FE_PASSWORD")
+	} else if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("fe.url", f.URL, "want http://host:port or https://host:port")
-	} else if u.User != nil {
-		bad("fe.url", redactedURL(u), "want no user information in the URL: use fe.user and fe.password_file or HMSSYNC_FE_PASSWORD")
 	} else if u.RawQuery != "" || (u.Path != "" && u.Path != "/") {
 		bad("fe.url", f.URL, "want the FE's base URL without a path or query, e.g. http://127.0.0.1:8030")
+	}
+	if _, err := url.Parse(f.URL); err == nil {
+		if _, err := feHTTPClient(f); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	switch f.Dialect {
 	case "doris", "native", "log":
@@ -115,19 +128,27 @@ func (c *sidecarConfig) validate() error {
 	if len(c.Catalogs) == 0 {
 		bad("catalogs", "[]", "want at least one catalog")
 	}
-	names := map[string]int{}
 	for i, cat := range c.Catalogs {
 		k := func(s string) string { return fmt.Sprintf("catalogs[%d].%s", i, s) }
-		if !nameRe.MatchString(cat.Name) || len(cat.Name) > 128 {
-			bad(k("name"), cat.Name, "want the FE catalog's name: 1-128 letters, digits, '.', '_' or '-'")
-		} else if j, dup := names[cat.Name]; dup {
-			bad(k("name"), cat.Name, fmt.Sprintf("want a unique name; catalogs[%d] has it too", j))
+		if err := names.Catalog(cat.Name); err != nil {
+			named(k("name"), err)
+		} else {
+			for j := range i {
+				if names.SameCatalog(c.Catalogs[j].Name, cat.Name) {
+					bad(k("name"), cat.Name, fmt.Sprintf("want a unique name; catalogs[%d] is %q, the same catalog (names are compared without regard to case, as Doris does)", j, c.Catalogs[j].Name))
+					break
+				}
+			}
 		}
-		names[cat.Name] = i
 		if len(cat.HMSURIs) == 0 {
 			bad(k("hms_uris"), cat.HMSURIs, "want at least one thrift://host:port")
 		}
 		for j, uri := range cat.HMSURIs {
+			if redact.HasUserInfo(uri) {
+				bad(fmt.Sprintf("catalogs[%d].hms_uris[%d]", i, j), redact.URL(uri),
+					"want no user information in the URI: a metastore URI carries no credentials; the user is catalogs[].hms_user, and passwords belong in files (fe.password_file, etcd.password_file), never in URLs")
+				continue
+			}
 			u, err := url.Parse(uri)
 			if err != nil || u.Scheme != "thrift" || u.Hostname() == "" || u.Port() == "" {
 				bad(fmt.Sprintf("catalogs[%d].hms_uris[%d]", i, j), uri, "want thrift://host:port, e.g. thrift://hms:9083")
@@ -198,6 +219,39 @@ func (c *sidecarConfig) validate() error {
 	return errors.Join(errs...)
 }
 
+// plainTextWarnings warns about secrets that would travel unencrypted to
+// another host: FE basic auth over http://, an etcd password over http://.
+func (c *sidecarConfig) plainTextWarnings(sec secrets) []string {
+	var warns []string
+	if u, err := url.Parse(c.FE.URL); err == nil && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) && c.FE.Dialect != "log" && (sec.FEPassword != "" || c.FE.Dialect == "doris") {
+		warns = append(warns, fmt.Sprintf("fe.url %s is plain http:// to a host that is not loopback: the FE user and password travel unencrypted; use https:// with fe.tls, or run beside the FE on 127.0.0.1", redact.URL(c.FE.URL)))
+	}
+	if c.Etcd.EmbeddedDir == "" && c.Etcd.Username != "" {
+		for _, ep := range c.Etcd.Endpoints {
+			if u, err := url.Parse(ep); err == nil && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+				warns = append(warns, fmt.Sprintf("etcd.endpoints %s is plain http:// to a host that is not loopback: the etcd password travels unencrypted; use https:// with etcd.tls", redact.URL(ep)))
+			}
+		}
+	}
+	if c.FE.TLS.InsecureSkipVerify {
+		warns = append(warns, "fe.tls.insecure_skip_verify is on: the FE's certificate is not checked, so anyone on the path can pose as the FE and read its password; use it for testing only")
+	}
+	if c.Etcd.EmbeddedUnsafeRemote {
+		warns = append(warns, "etcd.embedded_listen_unsafe_allow_remote is on: the embedded etcd at "+c.Etcd.EmbeddedListen+" accepts anyone who reaches it, without TLS or authentication")
+	}
+	return warns
+}
+
+// isLoopbackHost reports whether host (a name or an address) is this machine
+// only: "localhost" or a loopback IP. "" (every interface) is not.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // compileFull compiles a pattern that must match the whole subject.
 func compileFull(p string) (*regexp.Regexp, error) {
 	return regexp.Compile(`^(?:` + p + `)$`)
@@ -222,26 +276,18 @@ func show(v any) string {
 	}
 }
 
-func redactedURL(u *url.URL) string {
-	c := *u
-	c.User = url.User("REDACTED")
-	return c.String()
-}
-
-// readSecrets reads the passwords from their files, else from the environment.
+// readSecrets reads the passwords (readPassword: the file, else the
+// environment), and keeps the warnings about them for the logger.
 func readSecrets(c *sidecarConfig, getenv func(string) string) (secrets, error) {
 	var s secrets
 	var errs []error
 	read := func(file, env, key string) string {
-		if file != "" {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s = %q: want a readable file: %w", key, file, err))
-				return ""
-			}
-			return strings.TrimRight(string(b), "\r\n")
+		pw, warns, err := readPassword(file, key, env, getenv)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		return getenv(env)
+		s.Warnings = append(s.Warnings, warns...)
+		return pw
 	}
 	s.FEPassword = read(c.FE.PasswordFile, "HMSSYNC_FE_PASSWORD", "fe.password_file")
 	s.EtcdPassword = read(c.Etcd.PasswordFile, "HMSSYNC_ETCD_PASSWORD", "etcd.password_file")

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/internal/names"
 )
 
 // cursorCommand reads and overrides a catalog's master cursor: the operator's
@@ -15,7 +16,13 @@ import (
 func cursorCommand() *cli.Command {
 	// Each subcommand gets its own flag values.
 	catalog := func() cli.Flag {
-		return &cli.StringFlag{Name: "catalog", Required: true, Usage: "the FE catalog name (catalogs[].name)"}
+		return &cli.StringFlag{Name: "catalog", Required: true, Usage: "the FE catalog name (catalogs[].name)",
+			Action: func(_ *cli.Context, v string) error {
+				if err := names.Catalog(v); err != nil {
+					return fmt.Errorf("--catalog %w", err)
+				}
+				return nil
+			}}
 	}
 	force := func() cli.Flag { return &cli.BoolFlag{Name: "force", Usage: "really change the cursor"} }
 	withEtcd := func(fs ...cli.Flag) []cli.Flag { return append(fs, etcdFlags()...) }

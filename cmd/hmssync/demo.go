@@ -149,9 +149,9 @@ func runDemo(ctx context.Context, o demoOptions) error {
 		cfg.FE.Timeout = 5 * time.Second
 		cfg.FE.HealthInterval = 200 * time.Millisecond
 		cfg.FE.UnhealthyGrace = 2 * time.Second
-		cfg.Catalogs = []catalogConfig{{Name: demoCatalog, HMSURIs: []string{hmsSrv.URI()}, BatchSize: 100, PollInterval: 100 * time.Millisecond}}
-		defaultCatalog(&cfg.Catalogs[0])
-		cfg.Catalogs[0].HMSTimeout = 5 * time.Second
+		cat := catalogDefaults(demoCatalog)
+		cat.HMSURIs, cat.BatchSize, cat.PollInterval, cat.HMSTimeout = []string{hmsSrv.URI()}, 100, 100*time.Millisecond, 5*time.Second
+		cfg.Catalogs = []catalogConfig{cat}
 		cfg.Retry = retryConfig{Initial: 50 * time.Millisecond, Max: time.Second, AuthInterval: 2 * time.Second}
 		cfg.HTTP.Listen = "127.0.0.1:0"
 		if err := cfg.validate(); err != nil {

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/internal/names"
+	"github.com/hmssync/hmssync/internal/redact"
 )
 
 // etcdClientConfig is what newEtcdClient needs. The operator commands fill it
@@ -104,7 +106,7 @@ func newEtcdClient(ctx context.Context, cfg etcdClientConfig) (*clientv3.Client,
 		Logger:               lg,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcd client for %v: %w", cfg.Endpoints, err)
+		return nil, fmt.Errorf("etcd client for %v: %w", redact.URLs(cfg.Endpoints), err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
@@ -116,12 +118,15 @@ func newEtcdClient(ctx context.Context, cfg etcdClientConfig) (*clientv3.Client,
 	if err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("etcd at %s does not answer within %s: %w (check the endpoints, TLS files and credentials)",
-			strings.Join(cfg.Endpoints, ","), cfg.DialTimeout, err)
+			strings.Join(redact.URLs(cfg.Endpoints), ","), cfg.DialTimeout, err)
 	}
 	return cli, nil
 }
 
 func endpointScheme(ep string) (string, error) {
+	if redact.HasUserInfo(ep) {
+		return "", fmt.Errorf("etcd endpoint %q: want no user information in the URL: use --etcd-username and HMSSYNC_ETCD_PASSWORD or --etcd-password-file", redact.URL(ep))
+	}
 	if !strings.Contains(ep, "://") {
 		if ep == "" || strings.ContainsAny(ep, "/ ") {
 			return "", fmt.Errorf("etcd endpoint %q: want http://host:port, https://host:port or host:port", ep)
@@ -177,16 +182,23 @@ func etcdTargetFromFlags(c *cli.Context) (etcdTarget, error) {
 	if cluster == "" {
 		return etcdTarget{}, errors.New("no cluster given: set --cluster or HMSSYNC_CLUSTER (it names the etcd subtree <prefix>/<cluster>)")
 	}
+	if err := names.Cluster(cluster); err != nil {
+		return etcdTarget{}, fmt.Errorf("--cluster %w", err)
+	}
+	if err := names.Prefix(c.String("etcd-prefix")); err != nil {
+		return etcdTarget{}, fmt.Errorf("--etcd-prefix %w", err)
+	}
 	if _, err := cursorstore.ClusterPrefix(c.String("etcd-prefix"), cluster); err != nil {
 		return etcdTarget{}, err
 	}
-	password := os.Getenv("HMSSYNC_ETCD_PASSWORD")
-	if f := c.String("etcd-password-file"); f != "" && password == "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return etcdTarget{}, fmt.Errorf("etcd password file: %w", err)
-		}
-		password = strings.TrimRight(string(b), "\r\n")
+	// The same rule as run's (readPassword): the file if given, else the
+	// environment.
+	password, warns, err := readPassword(c.String("etcd-password-file"), "--etcd-password-file", "HMSSYNC_ETCD_PASSWORD", os.Getenv)
+	if err != nil {
+		return etcdTarget{}, err
+	}
+	for _, w := range warns {
+		fmt.Fprintln(c.App.ErrWriter, "warning:", w)
 	}
 	var endpoints []string
 	for _, ep := range strings.Split(c.String("etcd-endpoints"), ",") {

@@ -101,7 +101,31 @@ func TestPasswordComesFromEnvOrFile(t *testing.T) {
 	if err := app.Run([]string{"hmssync", "status", "--cluster", "c", "--etcd-username", "u", "--etcd-password-file", pw}); err != nil {
 		t.Fatal(err)
 	}
-	if got.Client.Password != "fromenv" {
-		t.Fatalf("env password not preferred: %q", got.Client.Password)
+	// As in run (TestPasswordFileWinsAndIsTrimmed): a configured file wins.
+	if got.Client.Password != "s3cret" {
+		t.Fatalf("with both the file and HMSSYNC_ETCD_PASSWORD set: password %q, want the file's, as run reads it", got.Client.Password)
+	}
+}
+
+// The operator commands accept exactly the names `run` accepts: a prefix, cluster
+// or catalog that run would refuse is refused before etcd is dialled.
+func TestOperatorCommandsValidateNamesAsRunDoes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--cluster", "c", "--etcd-prefix", "/hms sync"}, "--etcd-prefix"},
+		{[]string{"status", "--cluster", "c", "--etcd-prefix", "/hmssync/"}, "--etcd-prefix"},
+		{[]string{"status", "--cluster", "c\nd"}, "--cluster"},
+		{[]string{"cursor", "get", "--cluster", "c", "--catalog", "hive cat"}, "--catalog"},
+	} {
+		app := newApp()
+		app.Writer, app.ErrWriter = &strings.Builder{}, &strings.Builder{}
+		// Port 1 on loopback: a command that got as far as dialling would
+		// report etcd unreachable instead.
+		err := app.Run(append([]string{"hmssync"}, append(c.args, "--etcd-endpoints", "127.0.0.1:1", "--etcd-dial-timeout", "200ms")...))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "does not answer") {
+			t.Errorf("%q: %v; want the name refused, naming %s", c.args, err, c.want)
+		}
 	}
 }

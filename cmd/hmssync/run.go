@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hmssync/hmssync/agent"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -65,6 +66,9 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 				return err
 			}
 			if c.Bool("check-config") {
+				for _, w := range sec.Warnings {
+					fmt.Fprintln(c.App.ErrWriter, "warning:", w)
+				}
 				out, err := yaml.Marshal(cfg)
 				if err != nil {
 					return err
@@ -77,6 +81,9 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 				return err
 			}
 			defer func() { _ = log.Sync() }()
+			for _, w := range sec.Warnings {
+				log.Warn(w)
+			}
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			return runSidecarProcess(ctx, cfg, sec, log, level)
@@ -110,7 +117,7 @@ func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	if err != nil {
 		return fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
 	}
-	hs := &http.Server{Handler: sc.Agent.Handler(&level), ReadHeaderTimeout: 10 * time.Second}
+	hs := agent.NewHTTPServer(sc.Agent.Handler(&agent.LogLevel{Level: &level, AllowRemote: cfg.HTTP.AllowRemoteLogLevel}))
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", zap.Error(err))

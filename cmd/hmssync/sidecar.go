@@ -48,7 +48,11 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 	// built from the applier, so the hook reaches it through this variable, set
 	// below before anything can apply.
 	var ag *agent.Agent
-	ap, err := applier.New(applier.Config{
+	feClient, err := feHTTPClient(cfg.FE)
+	if err != nil {
+		return nil, err // validated at load; a file may have changed since
+	}
+	ap, err := applier.New(applier.Config{Client: feClient,
 		Dialect: cfg.FE.Dialect, URL: cfg.FE.URL, User: cfg.FE.User, Password: sec.FEPassword,
 		Timeout: cfg.FE.Timeout, Logger: log.Named("applier"),
 		Observe: func(catalog string, err error) { ag.ObserveFERequest(catalog, err) },

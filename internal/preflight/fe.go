@@ -23,7 +23,7 @@ func checkFE(ctx context.Context, fe FE, cats []Catalog) []Result {
 		return []Result{pass("FE", "dialect log: nothing is sent to an FE")}
 	}
 	name := fmt.Sprintf("FE %s (%s) answers and accepts user %q", fe.URL, fe.Dialect, fe.User)
-	ap, err := applier.New(applier.Config{Dialect: fe.Dialect, URL: fe.URL, User: fe.User, Password: fe.Password, Timeout: fe.Timeout})
+	ap, err := applier.New(applier.Config{Dialect: fe.Dialect, URL: fe.URL, User: fe.User, Password: fe.Password, Timeout: fe.Timeout, Client: fe.Client})
 	if err != nil {
 		return []Result{fail(name, err.Error(), "check fe.url and fe.dialect")}
 	}
@@ -39,6 +39,9 @@ func checkFE(ctx context.Context, fe FE, cats []Catalog) []Result {
 	}
 	rs := []Result{pass(name, "")}
 	hc := &http.Client{Timeout: fe.Timeout}
+	if fe.Client != nil {
+		hc = &http.Client{Transport: fe.Client.Transport, Timeout: fe.Timeout}
+	}
 	switch fe.Dialect {
 	case applier.DialectDoris:
 		return append(rs, checkDorisCatalogs(ctx, hc, fe, cats)...)

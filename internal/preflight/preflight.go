@@ -15,6 +15,7 @@ package preflight
 import (
 	"context"
 	"crypto/tls"
+	"net/http"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -48,6 +49,9 @@ type FE struct {
 	URL, Dialect   string
 	User, Password string
 	Timeout        time.Duration
+	// Client, when set, sends the FE requests (with fe.tls for an https://
+	// FE); nil uses a default client.
+	Client *http.Client
 }
 
 // Catalog is one catalog and its metastore.
