@@ -150,7 +150,6 @@ type memFE struct {
 	mu      sync.Mutex
 	scope   applier.Scope
 	applied int64
-	report  bool  // implements AppliedReporter's answer
 	askErr  error // what AppliedEventID fails with, if set
 	// failNext, if set, is what the next Apply fails with (nothing applied).
 	failNext error
