@@ -180,22 +180,18 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 // batch size.
 const drainBatchEvents = 10000
 
-// syncLastSeen makes sure the compare-and-set base is current: it is read when the
-// term starts, after a failed commit, and when the watch shows someone else moved
-// the cursor (an operator). The master's own commits come back through the watch
-// with the revision it already holds, so they never count as someone else's.
+// syncLastSeen makes sure the compare-and-set base is current: the committed
+// cursor is read from etcd at the top of every cycle, so that an operator's set
+// or reset is taken up before the cycle applies anything, however late the
+// watch delivers it (a watch only wakes an idle master). The master's own
+// commits come back with the revision it already holds, so they never count as
+// someone else's.
 func (l *catalogLoop) syncLastSeen(ctx context.Context, term election.Term) error {
 	sameTerm := l.lastSeenTerm == term.Token
 	if !sameTerm {
 		// What the cursor holds at the start of a term is where the previous
 		// master left it: this master catches up to it, it does not adopt it.
 		l.haveLastSeen = false
-	}
-	if m, ok := l.watch.latest(); ok && l.haveLastSeen && m.Rev > l.lastSeen.Rev {
-		l.haveLastSeen = false
-	}
-	if l.haveLastSeen {
-		return nil
 	}
 	c, err := l.a.cfg.Store.MasterCursor(ctx, l.cat.Name)
 	if err != nil {

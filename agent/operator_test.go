@@ -61,9 +61,10 @@ func TestOperatorRaisesMasterCursor(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	x := h.awaitLastCommit()
-	// The pause holds the master at x while the backlog arrives.
-	h.setPause(true)
-	await(t, 5*time.Second, "master paused", func() (bool, string) { return m.status().Paused, "" })
+	// The pause holds the master at x while the backlog arrives: the master's
+	// loop itself holding, not merely the key seen (a cycle already running
+	// would still read the first events of the backlog).
+	h.pauseMaster(m)
 	sent := h.batchCounts()
 	commitsBefore := len(h.allCommits())
 	h.churn(30)
