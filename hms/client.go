@@ -33,6 +33,9 @@ type ClientConfig struct {
 	// client does on metastores without SASL. UGIGroups go with it.
 	UGIUser   string
 	UGIGroups []string
+	// Kerberos, when set, authenticates every connection with SASL GSSAPI
+	// (hive.metastore.sasl.enabled=true). It excludes Framed.
+	Kerberos *KerberosConfig
 	// Logger receives connection changes. Default: no logging.
 	Logger *zap.Logger
 }
@@ -47,6 +50,7 @@ type Client struct {
 	uris  []string // the URIs as configured, in the same order, for errors
 	log   *zap.Logger
 	sem   chan struct{} // held while a call uses the connection
+	krb   *kerberos     // nil without Kerberos
 	conn  *conn
 	next  int // index of the address the next connection attempt starts at
 	done  chan struct{}
@@ -76,6 +80,16 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = 60 * time.Second
 	}
+	var krb *kerberos
+	if cfg.Kerberos != nil {
+		if cfg.Framed {
+			return nil, configErrorf("hms client: hms_framed cannot be combined with hms_auth (Kerberos): Hive offers no framed transport with SASL")
+		}
+		var err error
+		if krb, err = newKerberos(*cfg.Kerberos); err != nil {
+			return nil, fmt.Errorf("hms client: %w", err)
+		}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -85,7 +99,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		addrs[i], addrs[j] = addrs[j], addrs[i]
 		uris[i], uris[j] = uris[j], uris[i]
 	})
-	return &Client{cfg: cfg, addrs: addrs, uris: uris, log: log, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
+	return &Client{cfg: cfg, addrs: addrs, uris: uris, log: log, krb: krb, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
 // ParseURI returns the host:port of a thrift://host:port URI.
@@ -118,6 +132,9 @@ func (c *Client) Close() error {
 	if c.conn != nil {
 		c.conn.close()
 		c.conn = nil
+	}
+	if c.krb != nil {
+		c.krb.close()
 	}
 	return nil
 }
@@ -159,7 +176,7 @@ func (c *Client) call(ctx context.Context, method string, fn func(context.Contex
 		c.drop(cn, err)
 		if attempt > 0 || !cn.used || ctx.Err() != nil {
 			if !cn.used && ctx.Err() == nil {
-				err = withTransportHint(err)
+				err = cn.firstCallHint(err)
 			}
 			return fmt.Errorf("hms %s on %s: %w", method, cn.uri, err)
 		}
@@ -176,7 +193,7 @@ func (c *Client) connect(ctx context.Context) error {
 		}
 		idx := (c.next + i) % len(c.addrs)
 		addr := c.addrs[idx]
-		cn, err := dialConn(ctx, addr, &c.cfg)
+		cn, err := dialConn(ctx, addr, c.uris[idx], &c.cfg, c.krb)
 		if err == nil && c.cfg.UGIUser != "" {
 			err = cn.do(ctx, c.cfg.CallTimeout, func(ctx context.Context, cl *hmsthrift.ThriftHiveMetastoreClient) error {
 				_, err := cl.SetUgi(ctx, c.cfg.UGIUser, c.cfg.UGIGroups)
@@ -184,14 +201,14 @@ func (c *Client) connect(ctx context.Context) error {
 			})
 			if err != nil {
 				cn.close()
-				err = fmt.Errorf("set_ugi(%q): %w", c.cfg.UGIUser, err)
+				err = fmt.Errorf("set_ugi(%q): %w", c.cfg.UGIUser, cn.firstCallHint(err))
 			}
 		}
 		if err != nil {
 			c.log.Warn("metastore unreachable", zap.String("uri", c.uris[idx]), zap.Error(err))
 			errs = append(errs, fmt.Errorf("%s: %w", c.uris[idx], err))
 			var he *handshakeError
-			allHinted = allHinted && errors.As(err, &he)
+			allHinted = allHinted && (errors.As(err, &he) || IsConfigError(err))
 			continue
 		}
 		cn.uri = c.uris[idx]

@@ -18,6 +18,7 @@ type conn struct {
 	addr   string
 	uri    string // as configured, for errors and logs
 	nc     net.Conn
+	nt     *netTransport
 	client *hmsthrift.ThriftHiveMetastoreClient
 	used   bool // at least one call completed on it
 }
@@ -32,8 +33,10 @@ var thriftConfig = &thrift.TConfiguration{
 }
 
 // dialConn connects to addr with the configured transport stack: TLS optionally,
-// then a buffered (default) or framed transport, then the strict binary protocol.
-func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error) {
+// then SASL (krb set), or a buffered (default) or framed transport, then the
+// strict binary protocol. The dial timeout bounds the TLS handshake and the
+// SASL negotiation too.
+func dialConn(ctx context.Context, addr, uri string, cfg *ClientConfig, krb *kerberos) (*conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	var d net.Dialer
@@ -53,8 +56,16 @@ func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error
 		}
 		nc = tlsConn
 	}
-	var trans thrift.TTransport = &netTransport{nc: nc}
-	if cfg.Framed {
+	nt := &netTransport{nc: nc}
+	var trans thrift.TTransport = nt
+	if krb != nil {
+		st, err := negotiateSASL(dctx, nt, addr, uri, krb)
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		trans = st
+	} else if cfg.Framed {
 		trans = thrift.NewTFramedTransportConf(trans, thriftConfig)
 	} else {
 		trans = thrift.NewTBufferedTransport(trans, 64<<10)
@@ -63,6 +74,7 @@ func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error
 	return &conn{
 		addr:   addr,
 		nc:     nc,
+		nt:     nt,
 		client: hmsthrift.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
 	}, nil
 }
@@ -93,6 +105,15 @@ func (c *conn) do(ctx context.Context, callTimeout time.Duration, fn func(contex
 
 func (c *conn) close() { c.nc.Close() }
 
+// firstCallHint explains the failure of a connection's first call: a SASL
+// metastore's refusal of a plain client, or a transport that does not match.
+func (c *conn) firstCallHint(err error) error {
+	if h := saslReplyHint(c.nt.head); h != nil {
+		return fmt.Errorf("%w (%v)", h, err)
+	}
+	return withTransportHint(err)
+}
+
 // serverAnswered reports whether err is an answer from the metastore (an
 // application exception or a declared exception), after which the connection is
 // still in step; any other error leaves it unusable.
@@ -105,12 +126,27 @@ func serverAnswered(err error) bool {
 
 // netTransport is a thrift.TTransport over a net.Conn that, unlike thrift.TSocket,
 // leaves the connection's deadlines to the caller (conn.do sets them per call).
-type netTransport struct{ nc net.Conn }
+// It keeps the first bytes it reads, so that a reply in an unexpected protocol
+// can be recognised (saslReplyHint).
+type netTransport struct {
+	nc   net.Conn
+	head []byte
+}
+
+// headLen is how many of a connection's first bytes netTransport keeps.
+const headLen = 64
+
+func (t *netTransport) Read(p []byte) (int, error) {
+	n, err := t.nc.Read(p)
+	if len(t.head) < headLen {
+		t.head = append(t.head, p[:min(n, headLen-len(t.head))]...)
+	}
+	return n, err
+}
 
 func (t *netTransport) Open() error                       { return nil }
 func (t *netTransport) IsOpen() bool                      { return true }
 func (t *netTransport) Close() error                      { return t.nc.Close() }
-func (t *netTransport) Read(p []byte) (int, error)        { return t.nc.Read(p) }
 func (t *netTransport) Write(p []byte) (int, error)       { return t.nc.Write(p) }
 func (t *netTransport) Flush(context.Context) error       { return nil }
 func (t *netTransport) RemainingBytes() (numBytes uint64) { return ^uint64(0) }

@@ -252,3 +252,9 @@ func write(t testing.TB, path, content string) {
 		t.Fatalf("kdctest: %v", err)
 	}
 }
+
+// DeletePrincipal removes principal from the realm.
+func (k *KDC) DeletePrincipal(t testing.TB, principal string) {
+	t.Helper()
+	k.kadmin(t, "delprinc -force "+principal)
+}

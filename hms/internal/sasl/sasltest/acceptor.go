@@ -69,6 +69,7 @@ const (
 	stStart    = 1
 	stOK       = 2
 	stBad      = 3
+	stError    = 4
 	stComplete = 5
 )
 
@@ -79,18 +80,25 @@ func (a *Acceptor) Negotiate(rw io.ReadWriter) (*Context, error) {
 	if err != nil {
 		var refused *refusal
 		if errors.As(err, &refused) {
-			_ = writeFrame(rw, stBad, []byte(refused.Error()))
+			_ = writeFrame(rw, refused.status, []byte(refused.msg))
 		}
 		return nil, err
 	}
 	return ctx, nil
 }
 
-type refusal struct{ msg string }
+// refusal is a failure the server tells the client about: BAD for a failed
+// exchange, ERROR for a frame it cannot read, as Java's TSaslTransport does.
+type refusal struct {
+	status byte
+	msg    string
+}
 
 func (r *refusal) Error() string { return r.msg }
 
-func refuse(format string, args ...any) error { return &refusal{msg: fmt.Sprintf(format, args...)} }
+func refuse(format string, args ...any) error {
+	return &refusal{status: stBad, msg: fmt.Sprintf(format, args...)}
+}
 
 func (a *Acceptor) negotiate(rw io.ReadWriter) (*Context, error) {
 	st, mech, err := readFrame(rw)

@@ -23,6 +23,10 @@ func readFrame(r io.Reader) (byte, []byte, error) {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, fmt.Errorf("reading a negotiation frame: %w", err)
 	}
+	if hdr[0] < stStart || hdr[0] > stComplete {
+		// What a plain Thrift client's first bytes get from a Java metastore.
+		return 0, nil, &refusal{status: stError, msg: fmt.Sprintf("Invalid status %d", int8(hdr[0]))}
+	}
 	n := binary.BigEndian.Uint32(hdr[1:])
 	if n > maxFrame {
 		return 0, nil, fmt.Errorf("a negotiation frame of %d bytes", n)
