@@ -59,6 +59,7 @@ type catalogState struct {
 	lastErrAt               time.Time
 	failing                 bool // the last step failed
 	authFailing             bool
+	hmsConfigFailing        bool // the last step failed on a metastore configuration error (hms.ConfigError)
 	fullRefreshes, selfHeal int
 	lastAppliedAt           time.Time
 	// paused: the loop, as master, found the pause key at the top of a cycle

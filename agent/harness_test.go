@@ -150,6 +150,8 @@ type memberOpts struct {
 	// gateGrace is how long a master keeps the role with its FE unhealthy;
 	// default 1s.
 	gateGrace time.Duration
+	// hmsURI is the metastore the member reads; default the harness's.
+	hmsURI string
 }
 
 type member struct {
@@ -217,7 +219,10 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	store := cursorstore.New(cli, etcdPrefix, testCluster, reqTimeout, log)
 	// The member's name as set_ugi user tells its reads apart in the fake
 	// metastore's fetch log.
-	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{h.hms.URI()}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
+	if mo.hmsURI == "" {
+		mo.hmsURI = h.hms.URI()
+	}
+	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{mo.hmsURI}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

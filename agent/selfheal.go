@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
@@ -46,6 +47,7 @@ const (
 	classTransient failureClass = iota
 	classDeterministic
 	classAuth
+	classHMSConfig
 	classRoleLost
 )
 
@@ -56,6 +58,9 @@ func classify(err error) failureClass {
 	var pe *poisonError
 	if errors.As(err, &pe) {
 		return classDeterministic
+	}
+	if hms.IsConfigError(err) {
+		return classHMSConfig
 	}
 	var ae *applier.Error
 	if errors.As(err, &ae) {
@@ -75,6 +80,8 @@ func classLabel(err error) string {
 		return "deterministic"
 	case classAuth:
 		return "auth"
+	case classHMSConfig:
+		return "hms_config"
 	default:
 		return "transient"
 	}
@@ -126,6 +133,19 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 		l.log.Error("FE refused hmssync's credentials: fix fe.user / the FE password (fe.password_file or HMSSYNC_FE_PASSWORD); the cursor is kept",
 			zap.Error(err), zap.Duration("retry_in", wait))
 		return wait
+	case classHMSConfig:
+		// Kerberos or SASL set up wrongly, here or on the metastore: only a
+		// fix helps (a new keytab, a metastore setting), so retry slowly and
+		// fail /readyz until a step succeeds; the cursor is kept.
+		l.mu.Lock()
+		l.st.hmsConfigFailing = true
+		l.mu.Unlock()
+		l.recordErr(err, false)
+		l.a.m.retries.WithLabelValues(l.cat.Name, "hms_config").Inc()
+		wait := jitter(l.a.retry.AuthInterval)
+		l.log.Error("metastore connection misconfigured; fix what the error names; the cursor is kept",
+			zap.Error(err), zap.Duration("retry_in", wait))
+		return wait
 	default:
 		l.recordErr(err, false)
 		l.a.m.retries.WithLabelValues(l.cat.Name, "transient").Inc()
@@ -154,4 +174,5 @@ func (l *catalogLoop) clearErr() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.st.failing = false
+	l.st.hmsConfigFailing = false // the step reached the metastore
 }

@@ -124,13 +124,16 @@ func (a *Agent) notReady() []string {
 	}
 	for _, l := range a.loops {
 		l.mu.Lock()
-		own, auth := l.st.own, l.st.authFailing
+		own, auth, hmsConfig, lastErr := l.st.own, l.st.authFailing, l.st.hmsConfigFailing, l.st.lastErr
 		l.mu.Unlock()
 		if own < 0 {
 			why = append(why, fmt.Sprintf("catalog %s: cursor unknown", l.cat.Name))
 		}
 		if auth {
 			why = append(why, fmt.Sprintf("catalog %s: FE refused hmssync's credentials", l.cat.Name))
+		}
+		if hmsConfig {
+			why = append(why, fmt.Sprintf("catalog %s: metastore connection misconfigured: %s", l.cat.Name, lastErr))
 		}
 		if err := l.watch.notFresh(); err != nil {
 			why = append(why, fmt.Sprintf("catalog %s: %v", l.cat.Name, err))

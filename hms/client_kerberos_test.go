@@ -12,7 +12,7 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/hms/internal/sasl/sasltest"
+	"github.com/hmssync/hmssync/hms/sasltest"
 	"github.com/hmssync/hmssync/internal/kdctest"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/hmssync/hmssync/hms/internal/sasl/sasltest"
+	"github.com/hmssync/hmssync/hms/sasltest"
 )
 
 // WithSASL makes the server require a SASL GSSAPI negotiation on every

@@ -19,7 +19,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
-	"github.com/hmssync/hmssync/hms/internal/sasl/sasltest"
+	"github.com/hmssync/hmssync/hms/sasltest"
 )
 
 // Server is a fake metastore. Its methods are safe for concurrent use.

@@ -13,7 +13,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
-	"github.com/hmssync/hmssync/hms/internal/sasl/sasltest"
+	"github.com/hmssync/hmssync/hms/sasltest"
 	"github.com/hmssync/hmssync/internal/kdctest"
 )
 
