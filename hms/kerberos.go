@@ -222,3 +222,10 @@ func (k *kerberos) relogin() {
 
 // close ends the login and its renewal goroutine.
 func (k *kerberos) close() { k.relogin() }
+
+// CheckKerberos checks a Kerberos configuration as NewClient would, reading
+// its files but not reaching the KDC: for validating a configuration at start.
+func CheckKerberos(cfg KerberosConfig) error {
+	_, err := newKerberos(cfg)
+	return err
+}
