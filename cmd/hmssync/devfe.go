@@ -31,7 +31,7 @@ func devFECommand() *cli.Command {
 		Description: "Serves POST /api/query/{ns}/{db} (REFRESH statements and SELECT 1), the hmssync native\n" +
 			"endpoint (docs/fe-protocol.md), GET /_fetest/state and POST/DELETE /_fetest/faults.\n" +
 			"The password flag is acceptable here because this is a test double, never a real FE.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "listen", Value: cli.NewStringSlice("127.0.0.1:8030"),
 				Usage: "address of an FE endpoint; repeat (or separate with commas) for several"},
 			&cli.IntFlag{Name: "fes", Value: 1,
@@ -45,7 +45,7 @@ func devFECommand() *cli.Command {
 					"{catalog} in it is replaced by the catalog name. Without it REFRESH only records when it happened"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug logs every statement and batch"},
 			devFEMetastoreFlag(),
-		},
+		}, kerberosFlags()...), // for --hms
 		Action: runDevFE,
 	}
 }

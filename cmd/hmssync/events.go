@@ -47,7 +47,7 @@ func eventsCommand() *cli.Command {
 			{
 				Name:  "tail",
 				Usage: "print a metastore's notification events as they arrive (JSON lines)",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "hms", Required: true, Usage: "metastore URIs, comma-separated: thrift://h:9083[,thrift://h2:9083]"},
 					&cli.Int64Flag{Name: "from", Value: -1, Usage: "print events after this id (default: the current id, i.e. only new events)"},
 					&cli.BoolFlag{Name: "decode", Usage: "print each event's descriptors after it"},
@@ -62,12 +62,7 @@ func eventsCommand() *cli.Command {
 					&cli.StringFlag{Name: "tls-key", Category: "TLS", Usage: "PEM `FILE` of the client certificate's private key"},
 					&cli.StringFlag{Name: "tls-server-name", Category: "TLS", Usage: "`NAME` to check the metastore's certificate against (default: the URI's host)"},
 					&cli.BoolFlag{Name: "tls-insecure-skip-verify", Category: "TLS", Usage: "do not check the metastore's certificate (testing only)"},
-					&cli.StringFlag{Name: "auth", Category: "Kerberos", Value: "none", Usage: "`MECHANISM` towards the metastore: none, or kerberos (SASL GSSAPI, for hive.metastore.sasl.enabled=true); every --auth-* flag implies kerberos"},
-					&cli.StringFlag{Name: "auth-service-principal", Category: "Kerberos", Usage: "the metastore's `PRINCIPAL`, e.g. hive/_HOST@EXAMPLE.COM (_HOST: each URI's host)"},
-					&cli.StringFlag{Name: "auth-client-principal", Category: "Kerberos", Usage: "this client's `PRINCIPAL`, name@REALM (with a ticket cache: default the cache's)"},
-					&cli.StringFlag{Name: "auth-keytab", Category: "Kerberos", Usage: "keytab `FILE` of the client principal (default: the ticket cache in KRB5CCNAME)"},
-					&cli.StringFlag{Name: "auth-krb5-conf", Category: "Kerberos", Usage: "krb5.conf `FILE` (default: KRB5_CONFIG, else /etc/krb5.conf)"},
-				},
+				}, kerberosFlags()...),
 				Action: tailEvents,
 			},
 		},
@@ -152,7 +147,7 @@ func tailEvents(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	krb, err := tailAuth(c)
+	krb, err := kerberosFromFlags(c)
 	if err != nil {
 		return err
 	}
@@ -191,28 +186,6 @@ func tailTLS(c *cli.Context) (*tls.Config, error) {
 	}
 	t.Enabled = c.Bool("tls") || t.anySet()
 	return t.clientConfig(func(key string) string { return tailFlags[key] })
-}
-
-// tailAuthFlags maps the hms_auth keys to the flags of `events tail`, for errors.
-var tailAuthFlags = map[string]string{
-	"mechanism": "--auth", "service_principal": "--auth-service-principal", "client_principal": "--auth-client-principal",
-	"keytab": "--auth-keytab", "krb5_conf": "--auth-krb5-conf", "": "--auth-*",
-}
-
-// tailAuth reads the --auth* flags, with the same checks as a catalog's
-// hms_auth; a --auth-* flag turns Kerberos on by itself.
-func tailAuth(c *cli.Context) (*hms.KerberosConfig, error) {
-	a := hmsAuthConfig{
-		Mechanism:        c.String("auth"),
-		ServicePrincipal: c.String("auth-service-principal"),
-		ClientPrincipal:  c.String("auth-client-principal"),
-		Keytab:           c.String("auth-keytab"),
-		Krb5Conf:         c.String("auth-krb5-conf"),
-	}
-	if a.anySet() && !c.IsSet("auth") {
-		a.Mechanism = "kerberos"
-	}
-	return a.kerberosConfig(func(key string) string { return tailAuthFlags[key] }, os.Getenv)
 }
 
 // tail prints events after from until ctx ends; from < 0 starts at the current id.
