@@ -131,14 +131,12 @@ func TestKerberosHostPerURI(t *testing.T) {
 // Configuration mistakes found at start-up name the key to fix.
 func TestKerberosConfigAtStartup(t *testing.T) {
 	k := newKerberized(t, kdctest.Options{})
-	k.kdc.AddPrincipal(t, "other")
-	otherKT := k.kdc.Keytab(t, "other")
 	for name, tc := range map[string]struct {
 		edit func(*hms.KerberosConfig)
 		want []string
 	}{
 		"keytab missing":         {func(c *hms.KerberosConfig) { c.Keytab = filepath.Join(t.TempDir(), "none.keytab") }, []string{"hms_auth.keytab", "none.keytab"}},
-		"another's keytab":       {func(c *hms.KerberosConfig) { c.Keytab = otherKT }, []string{"hms_auth.keytab", "no key for sync@", "other@"}},
+		"keytab not a keytab":    {func(c *hms.KerberosConfig) { c.Keytab = k.kdc.Krb5Conf }, []string{"hms_auth.keytab", "krb5.conf"}},
 		"no client principal":    {func(c *hms.KerberosConfig) { c.ClientPrincipal = "" }, []string{"hms_auth.client_principal"}},
 		"bad service principal":  {func(c *hms.KerberosConfig) { c.ServicePrincipal = "hive@" + k.kdc.Realm }, []string{"hms_auth.service_principal", "service/host@REALM"}},
 		"krb5.conf missing":      {func(c *hms.KerberosConfig) { c.Krb5Conf = "/nonexistent/krb5.conf" }, []string{"hms_auth.krb5_conf"}},
@@ -183,6 +181,13 @@ func TestKerberosRefusals(t *testing.T) {
 			}
 		}
 	}
+
+	// Another principal's keytab: found at the first login, not at start-up,
+	// so that the sidecar stays up (not ready) and a replaced keytab is read.
+	k.kdc.AddPrincipal(t, "other")
+	other := k.config()
+	other.Keytab = k.kdc.Keytab(t, "other")
+	expectConfig("another principal's keytab", call(other, uri), "hms_auth.keytab", "no key for sync@", "other@")
 
 	cfg := k.config()
 	cfg.ServicePrincipal = "nosuch/_HOST@" + k.kdc.Realm

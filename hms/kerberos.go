@@ -46,7 +46,6 @@ type KerberosConfig struct {
 type kerberos struct {
 	cfg   KerberosConfig
 	conf  *config.Config
-	kt    *keytab.Keytab // nil with a ticket cache
 	user  string
 	realm string
 
@@ -54,6 +53,9 @@ type kerberos struct {
 	cl       *client.Client
 	ccacheAt time.Time // modification time of the cache cl was made from
 }
+
+// usesKeytab reports whether logins come from a keytab (else a ticket cache).
+func (k *kerberos) usesKeytab() bool { return k.cfg.Keytab != "" }
 
 // newKerberos checks the configuration and reads its files; it does not reach
 // the KDC. Every error names the key to fix.
@@ -80,14 +82,12 @@ func newKerberos(cfg KerberosConfig) (*kerberos, error) {
 		if k.user == "" {
 			return nil, configErrorf("hms_auth.client_principal is empty: with hms_auth.keytab, name the principal whose keys it holds")
 		}
-		kt, err := keytab.Load(cfg.Keytab)
-		if err != nil {
+		// Only readable here: whose keys it holds is checked at each login, so
+		// that a sidecar given the wrong keytab stays up (not ready) and picks
+		// up a corrected one (a rotated Secret) without a restart.
+		if _, err := keytab.Load(cfg.Keytab); err != nil {
 			return nil, configErrorf("hms_auth.keytab: reading %s: %v", cfg.Keytab, err)
 		}
-		if err := keytabHolds(kt, k.user, k.realm); err != nil {
-			return nil, configErrorf("hms_auth.keytab %s: %v; export the keys of hms_auth.client_principal %s@%s into it", cfg.Keytab, err, k.user, k.realm)
-		}
-		k.kt = kt
 		return k, nil
 	}
 	if _, err := ccachePath(cfg.CCache); err != nil {
@@ -152,9 +152,18 @@ func ccachePath(name string) (string, error) {
 func (k *kerberos) client() (*client.Client, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.kt != nil {
+	if k.usesKeytab() {
 		if k.cl == nil {
-			cl := client.NewWithKeytab(k.user, k.realm, k.kt, k.conf, client.DisablePAFXFAST(true))
+			// Read again at each login: the keytab may have been replaced.
+			kt, err := keytab.Load(k.cfg.Keytab)
+			if err != nil {
+				return nil, configErrorf("hms_auth.keytab: reading %s: %v", k.cfg.Keytab, err)
+			}
+			if err := keytabHolds(kt, k.user, k.realm); err != nil {
+				return nil, configErrorf("hms_auth.keytab %s: %v; export the keys of hms_auth.client_principal %s@%s into it",
+					k.cfg.Keytab, err, k.user, k.realm)
+			}
+			cl := client.NewWithKeytab(k.user, k.realm, kt, k.conf, client.DisablePAFXFAST(true))
 			if err := cl.Login(); err != nil {
 				cl.Destroy()
 				return nil, k.loginError(err)

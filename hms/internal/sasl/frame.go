@@ -21,6 +21,9 @@ func writeNegotiation(w io.Writer, st status, payload []byte) error {
 	binary.BigEndian.PutUint32(buf[1:5], uint32(len(payload)))
 	copy(buf[negotiationHeader:], payload)
 	if _, err := w.Write(buf); err != nil {
+		if isReset(err) {
+			return fmt.Errorf("sending the SASL %s frame: %w (%v)", st, ErrPeerClosed, err)
+		}
 		return fmt.Errorf("sending the SASL %s frame: %w", st, err)
 	}
 	return nil
