@@ -176,7 +176,7 @@ func (c *Client) call(ctx context.Context, method string, fn func(context.Contex
 		c.drop(cn, err)
 		if attempt > 0 || !cn.used || ctx.Err() != nil {
 			if !cn.used && ctx.Err() == nil {
-				err = cn.firstCallHint(err)
+				err = c.firstCallHint(ctx, cn, err)
 			}
 			return fmt.Errorf("hms %s on %s: %w", method, cn.uri, err)
 		}
@@ -201,7 +201,7 @@ func (c *Client) connect(ctx context.Context) error {
 			})
 			if err != nil {
 				cn.close()
-				err = fmt.Errorf("set_ugi(%q): %w", c.cfg.UGIUser, cn.firstCallHint(err))
+				err = fmt.Errorf("set_ugi(%q): %w", c.cfg.UGIUser, c.firstCallHint(ctx, cn, err))
 			}
 		}
 		if err != nil {

@@ -261,15 +261,39 @@ func TestKerberosRefusals(t *testing.T) {
 func TestPlainClientAgainstSASLMetastore(t *testing.T) {
 	s := hmstest.NewServer(hmstest.WithSASL(&sasltest.Acceptor{Keytab: keytab.New()}))
 	defer s.Close()
+	// Hive 4.0 closes without a word; the client then asks it whether it speaks SASL.
+	silent := hmstest.NewServer(hmstest.WithSASL(&sasltest.Acceptor{Keytab: keytab.New(), CloseOnInvalid: true}))
+	defer silent.Close()
 	for name, cfg := range map[string]hms.ClientConfig{
-		"first call":   {URIs: []string{s.URI()}},
-		"with set_ugi": {URIs: []string{s.URI()}, UGIUser: "hmssync"},
+		"first call":            {URIs: []string{s.URI()}},
+		"with set_ugi":          {URIs: []string{s.URI()}, UGIUser: "hmssync"},
+		"closing, first call":   {URIs: []string{silent.URI()}},
+		"closing, with set_ugi": {URIs: []string{silent.URI()}, UGIUser: "hmssync"},
 	} {
 		c := newClient(t, cfg)
 		_, err := c.CurrentEventID(ctxT(t))
 		if !hms.IsConfigError(err) || !strings.Contains(err.Error(), "hive.metastore.sasl.enabled") || !strings.Contains(err.Error(), "hms_auth.mechanism") {
 			t.Errorf("%s: got %v, want a configuration error naming hive.metastore.sasl.enabled and hms_auth.mechanism", name, err)
 		}
+	}
+	// A plain metastore that closes the first call is not taken for a SASL one.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	c := newClient(t, hms.ClientConfig{URIs: []string{"thrift://" + ln.Addr().String()}})
+	if _, err := c.CurrentEventID(ctxT(t)); err == nil || hms.IsConfigError(err) || strings.Contains(err.Error(), "sasl") {
+		t.Errorf("closing plain server: got %v, want a transport error that does not blame SASL", err)
 	}
 }
 

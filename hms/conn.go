@@ -106,9 +106,14 @@ func (c *conn) do(ctx context.Context, callTimeout time.Duration, fn func(contex
 func (c *conn) close() { c.nc.Close() }
 
 // firstCallHint explains the failure of a connection's first call: a SASL
-// metastore's refusal of a plain client, or a transport that does not match.
-func (c *conn) firstCallHint(err error) error {
-	if h := saslReplyHint(c.nt.head); h != nil {
+// metastore's refusal of a plain client (an ERROR frame in its reply, or a
+// close, after which the metastore is asked whether it speaks SASL), or a
+// transport that does not match.
+func (c *Client) firstCallHint(ctx context.Context, cn *conn, err error) error {
+	if h := saslReplyHint(cn.nt.head); h != nil {
+		return fmt.Errorf("%w (%v)", h, err)
+	}
+	if h := c.saslProbeHint(ctx, cn.addr, err); h != nil {
 		return fmt.Errorf("%w (%v)", h, err)
 	}
 	return withTransportHint(err)

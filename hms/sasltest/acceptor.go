@@ -49,6 +49,10 @@ type Acceptor struct {
 	// SealOffer marks the offer's wrap token as sealed (confidential), as a
 	// server that wraps with privacy would.
 	SealOffer bool
+	// CloseOnInvalid closes the connection on a frame with an invalid status
+	// without the ERROR frame Thrift's Java transport documents, as a Hive 4.0
+	// metastore does with a plain client's first call.
+	CloseOnInvalid bool
 }
 
 // Context is an established server-side context.
@@ -79,7 +83,7 @@ func (a *Acceptor) Negotiate(rw io.ReadWriter) (*Context, error) {
 	ctx, err := a.negotiate(rw)
 	if err != nil {
 		var refused *refusal
-		if errors.As(err, &refused) {
+		if errors.As(err, &refused) && !(a.CloseOnInvalid && refused.status == stError) {
 			_ = writeFrame(rw, refused.status, []byte(refused.msg))
 		}
 		return nil, err
