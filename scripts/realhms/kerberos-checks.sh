@@ -68,9 +68,12 @@ kerberos_checks_in() { # profile
 	done
 	kdc_rotate stale >/dev/null && kdc_delprinc ghost >/dev/null || { fail "$L: kadmin could not make the stale and unknown principals"; return; }
 	local service="hive/_HOST@$REALM"
-	HMS_JAVA_OPTS=(-Djava.security.krb5.conf="$KRB5_CONF" -Drealhms.krb.principal="hive/localhost@$REALM"
+	# Hadoop 3.1 (Hive 3.1.3's) reads the default realm through sun.security.krb5.Config, which
+	# Java 17 exports only on request.
+	local jgss=--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED
+	HMS_JAVA_OPTS=("$jgss" -Djava.security.krb5.conf="$KRB5_CONF" -Drealhms.krb.principal="hive/localhost@$REALM"
 		-Drealhms.krb.keytab="$KS/hive_localhost.keytab" -Drealhms.krb.service="$service")
-	CLIENT_JAVA_OPTS=(-Djava.security.krb5.conf="$KRB5_CONF" -Drealhms.krb.principal="hiveclient@$REALM"
+	CLIENT_JAVA_OPTS=("$jgss" -Djava.security.krb5.conf="$KRB5_CONF" -Drealhms.krb.principal="hiveclient@$REALM"
 		-Drealhms.krb.keytab="$KS/hiveclient.keytab" -Drealhms.krb.service="$service")
 	local hms_port
 	hms_port=$(free_port)

@@ -133,7 +133,7 @@ start_hms() {
 	while [ "$(ready_count "$dir")" -le "$before" ]; do
 		if ! kill -0 "$HMS_PID" 2>/dev/null; then
 			log "metastore exited before it was ready:"
-			tail -20 "$dir/launcher.out" "$dir/launcher.err"
+			tail -n 20 "$dir/launcher.out" "$dir/launcher.err"
 			return 1
 		fi
 		if [ $SECONDS -ge $deadline ]; then
