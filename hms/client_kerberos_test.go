@@ -321,3 +321,41 @@ func TestKerberosOutlivesItsTickets(t *testing.T) {
 		t.Errorf("metastore authenticated %d connections, want %d", got, n)
 	}
 }
+
+// Bare metal: no keytab, the ticket cache an external kinit keeps fresh. The
+// cache's principal is used when none is configured, a cache of another
+// principal is refused naming both, and a cache rewritten by kinit is read
+// again.
+func TestKerberosTicketCache(t *testing.T) {
+	k := newKerberized(t, kdctest.Options{})
+	s, uri := k.metastore(t, "localhost", sasltest.Acceptor{Subkey: true})
+	cache := k.kdc.Kinit(t, "sync", k.clientKT)
+	cfg := k.config()
+	cfg.Keytab, cfg.ClientPrincipal, cfg.CCache = "", "", cache
+	c := newClient(t, hms.ClientConfig{URIs: []string{uri}, Kerberos: cfg})
+	if _, err := c.CurrentEventID(ctxT(t)); err != nil {
+		t.Fatalf("with the ticket cache: %v", err)
+	}
+	if got := s.SASLClients(); len(got) != 1 || got[0] != "sync@"+kdctest.Realm {
+		t.Errorf("metastore authenticated %q, want sync@%s from the cache", got, kdctest.Realm)
+	}
+
+	k.kdc.AddPrincipal(t, "other")
+	k.kdc.KinitInto(t, cache, "other", k.kdc.Keytab(t, "other"))
+	cfg2 := *cfg
+	cfg2.ClientPrincipal = "sync@" + kdctest.Realm
+	c2 := newClient(t, hms.ClientConfig{URIs: []string{uri}, Kerberos: &cfg2})
+	_, err := c2.CurrentEventID(ctxT(t))
+	if !hms.IsConfigError(err) || !strings.Contains(err.Error(), "other@") || !strings.Contains(err.Error(), "kinit as sync@") {
+		t.Errorf("cache of another principal: got %v, want a configuration error naming both", err)
+	}
+
+	// The first client reads the rewritten cache at its next connection.
+	s.DropConnections()
+	if _, err := c.CurrentEventID(ctxT(t)); err != nil {
+		t.Fatalf("after kinit rewrote the cache: %v", err)
+	}
+	if got := s.SASLClients(); len(got) != 2 || got[1] != "other@"+kdctest.Realm {
+		t.Errorf("metastore authenticated %q, want other@%s second: the rewritten cache", got, kdctest.Realm)
+	}
+}

@@ -258,3 +258,32 @@ func (k *KDC) DeletePrincipal(t testing.TB, principal string) {
 	t.Helper()
 	k.kadmin(t, "delprinc -force "+principal)
 }
+
+// Kinit obtains principal's tickets from keytab into a new FILE ticket cache,
+// as kinit -kt does on a host, and returns its name (FILE:path). It skips t
+// when MIT's kinit (Debian's krb5-user) is not installed.
+func (k *KDC) Kinit(t testing.TB, principal, keytab string) string {
+	t.Helper()
+	bin, err := lookPath("kinit")
+	if err != nil {
+		t.Skip("kdctest: kinit not found (install Debian's krb5-user to run the ticket-cache tests)")
+	}
+	path := filepath.Join(k.dir, "krb5cc_"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if out, err := k.run(bin, "-c", "FILE:"+path, "-kt", keytab, k.Principal(principal)); err != nil {
+		t.Fatalf("kdctest: kinit %s: %v\n%s", principal, err, out)
+	}
+	return "FILE:" + path
+}
+
+// KinitInto refreshes the ticket cache name (from Kinit) with principal's
+// tickets, as a cron job running kinit again does.
+func (k *KDC) KinitInto(t testing.TB, name, principal, keytab string) {
+	t.Helper()
+	bin, err := lookPath("kinit")
+	if err != nil {
+		t.Skip("kdctest: kinit not found")
+	}
+	if out, err := k.run(bin, "-c", name, "-kt", keytab, k.Principal(principal)); err != nil {
+		t.Fatalf("kdctest: kinit %s: %v\n%s", principal, err, out)
+	}
+}
