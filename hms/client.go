@@ -213,7 +213,11 @@ func (c *Client) connect(ctx context.Context) error {
 		}
 		cn.uri = c.uris[idx]
 		c.conn, c.next = cn, idx
-		c.log.Info("connected to metastore", zap.String("uri", cn.uri))
+		fields := []zap.Field{zap.String("uri", cn.uri)}
+		if cn.qop != "" {
+			fields = append(fields, zap.String("sasl_qop", cn.qop))
+		}
+		c.log.Info("connected to metastore", fields...)
 		return nil
 	}
 	if allHinted {

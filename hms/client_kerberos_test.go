@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
@@ -60,15 +63,19 @@ func (k *kerberized) config() *hms.KerberosConfig {
 // metastore dropped the connection it authenticates again.
 func TestKerberos(t *testing.T) {
 	k := newKerberized(t, kdctest.Options{})
-	for name, acc := range map[string]sasltest.Acceptor{
-		"auth":                  {},
-		"auth, acceptor subkey": {Subkey: true},
-		"auth-int, subkey":      {Subkey: true, Layers: sasltest.LayerIntegrity, MaxSize: 4096},
+	for name, tc := range map[string]struct {
+		acc sasltest.Acceptor
+		qop string
+	}{
+		"auth":                  {sasltest.Acceptor{}, "auth"},
+		"auth, acceptor subkey": {sasltest.Acceptor{Subkey: true}, "auth"},
+		"auth-int, subkey":      {sasltest.Acceptor{Subkey: true, Layers: sasltest.LayerIntegrity, MaxSize: 4096}, "auth-int"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, uri := k.metastore(t, "localhost", acc)
+			s, uri := k.metastore(t, "localhost", tc.acc)
 			appendN(s, 300, "OPEN_TXN") // a reply of several wrapped frames under auth-int
-			c := newClient(t, hms.ClientConfig{URIs: []string{uri}, Kerberos: k.config()})
+			core, logs := observer.New(zapcore.InfoLevel)
+			c := newClient(t, hms.ClientConfig{URIs: []string{uri}, Kerberos: k.config(), Logger: zap.New(core)})
 			f, err := c.NextEvents(ctxT(t), 0, 1000, nil)
 			if err != nil {
 				t.Fatalf("NextEvents: %v", err)
@@ -83,6 +90,10 @@ func TestKerberos(t *testing.T) {
 			want := []string{"sync@" + kdctest.Realm, "sync@" + kdctest.Realm}
 			if got := s.SASLClients(); !slices.Equal(got, want) {
 				t.Errorf("metastore authenticated %q, want %q (one per connection)", got, want)
+			}
+			connected := logs.FilterMessage("connected to metastore").All()
+			if len(connected) != 2 || connected[0].ContextMap()["sasl_qop"] != tc.qop {
+				t.Errorf("connection logs %v, want two, with sasl_qop %s", connected, tc.qop)
 			}
 		})
 	}

@@ -20,7 +20,8 @@ type conn struct {
 	nc     net.Conn
 	nt     *netTransport
 	client *hmsthrift.ThriftHiveMetastoreClient
-	used   bool // at least one call completed on it
+	used   bool   // at least one call completed on it
+	qop    string // the SASL QOP negotiated (auth, auth-int); empty without SASL
 }
 
 // thriftConfig caps what a response may make the client allocate. A notification
@@ -58,13 +59,14 @@ func dialConn(ctx context.Context, addr, uri string, cfg *ClientConfig, krb *ker
 	}
 	nt := &netTransport{nc: nc}
 	var trans thrift.TTransport = nt
+	var qop string
 	if krb != nil {
-		st, err := negotiateSASL(dctx, nt, addr, uri, krb)
+		st, q, err := negotiateSASL(dctx, nt, addr, uri, krb)
 		if err != nil {
 			nc.Close()
 			return nil, err
 		}
-		trans = st
+		trans, qop = st, q
 	} else if cfg.Framed {
 		trans = thrift.NewTFramedTransportConf(trans, thriftConfig)
 	} else {
@@ -75,6 +77,7 @@ func dialConn(ctx context.Context, addr, uri string, cfg *ClientConfig, krb *ker
 		addr:   addr,
 		nc:     nc,
 		nt:     nt,
+		qop:    qop,
 		client: hmsthrift.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
 	}, nil
 }

@@ -9,16 +9,17 @@ import (
 )
 
 // negotiateSASL authenticates a new connection to the metastore at addr with
-// Kerberos, within ctx's deadline, and returns the transport for its calls.
-func negotiateSASL(ctx context.Context, nt *netTransport, addr, uri string, krb *kerberos) (*sasl.Transport, error) {
+// Kerberos, within ctx's deadline, and returns the transport for its calls and
+// the QOP negotiated (auth or auth-int).
+func negotiateSASL(ctx context.Context, nt *netTransport, addr, uri string, krb *kerberos) (*sasl.Transport, string, error) {
 	host, _, _ := net.SplitHostPort(addr)
 	mech, err := krb.mechanism(host)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if d, ok := ctx.Deadline(); ok {
 		if err := nt.nc.SetDeadline(d); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	stop := context.AfterFunc(ctx, func() { nt.nc.SetDeadline(time.Unix(1, 0)) })
@@ -28,7 +29,10 @@ func negotiateSASL(ctx context.Context, nt *netTransport, addr, uri string, krb 
 		// A ticket the metastore refused may have expired there (or the
 		// KDC's keys changed): the next connection starts from a fresh login.
 		krb.relogin()
-		return nil, krb.negotiationError(uri, krb.servicePrincipal(host), err)
+		return nil, "", krb.negotiationError(uri, krb.servicePrincipal(host), err)
 	}
-	return tr, nil
+	if mech.Layer() != nil {
+		return tr, "auth-int", nil
+	}
+	return tr, "auth", nil
 }

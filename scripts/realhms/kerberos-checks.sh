@@ -13,9 +13,10 @@
 #   kdc down   with a follower stopped, changes are made and synced by the master; the KDC is
 #              stopped and the follower started: it cannot log in, says the KDC is unreachable and
 #              retries in place; the KDC is started again and it catches up with no full refresh
-#   expiry     once KRB_LIFE has passed since the sidecars logged in (their first tickets have
-#              expired), the metastore is restarted: they reconnect with fresh tickets (renewed or
-#              obtained again from the keytab) and converge on the changes made after that
+#   expiry     once KRB_LIFE has passed since the sidecars last logged in (every ticket they had
+#              has expired), the metastore is restarted, now with hadoop.rpc.protection=integrity:
+#              they reconnect with fresh tickets (renewed or obtained again from the keytab),
+#              negotiating QOP auth-int, and converge on the changes made after that
 # Everything started here is stopped before it returns.
 
 # The realm's ticket lifetime: short, so that the expiry check runs within the suite, long enough
@@ -192,12 +193,29 @@ kerberos_checks_in() { # profile
 		log "$L expiry: waiting ${left}s for the sidecars' tickets (lifetime ${KRB_LIFE}s) to expire"
 		sleep "$left"
 	fi
+	local qop_before=()
+	for i in "${rest[@]}"; do qop_before+=("$(grep -c '"sasl_qop":"auth-int"' "$KS/sidecar$i.log" || true)"); done
 	stop_hms "$KS/hms" || { fail "$L expiry: metastore did not stop cleanly"; return; }
+	# It comes back offering only the integrity layer (hadoop.rpc.protection=integrity): the
+	# sidecars' new connections negotiate QOP auth-int, wrapping every frame.
+	HMS_JAVA_OPTS+=(-Drealhms.krb.qop=integrity)
+	CLIENT_JAVA_OPTS+=(-Drealhms.krb.qop=integrity)
 	start_hms "$KS/hms" json --port "$hms_port" || { fail "$L expiry: metastore did not start again"; return; }
 	java_main Workload --uri "$HMS_URI" --prefix kexp --expected "$KS/kexp.jsonl" --warehouse "file:$KS/hms/db/warehouse" >"$KS/kexp.out" 2>&1 ||
 		{ fail "$L expiry: workload failed"; return; }
 	if java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "${KFE_ADDR[${rest[0]}]}" "${KFE_ADDR[${rest[1]}]}")" --timeout 120 >"$KS/kexp.cmp"; then
-		pass "$L expiry: $((SECONDS - t_login))s after the sidecars first logged in (tickets live ${KRB_LIFE}s, all expired) they reconnected to the restarted metastore with fresh tickets and converged"
+		# Each sidecar logs the QOP of every connection it makes: the ones after the restart
+		# must be auth-int.
+		local j=0 n
+		for i in "${rest[@]}"; do
+			n=$(grep -c '"sasl_qop":"auth-int"' "$KS/sidecar$i.log" || true)
+			if [ "$n" -le "${qop_before[$j]}" ]; then
+				fail "$L expiry: k$i converged but logged no connection with sasl_qop auth-int after the metastore came back with hadoop.rpc.protection=integrity"
+				return
+			fi
+			j=$((j + 1))
+		done
+		pass "$L expiry: $((SECONDS - t_login))s after the sidecars first logged in (tickets live ${KRB_LIFE}s, all expired) they reconnected to the restarted metastore with fresh tickets, now with QOP auth-int (hadoop.rpc.protection=integrity), and converged"
 	else
 		fail "$L expiry: no convergence after the tickets expired and the metastore restarted"
 		cat "$KS/kexp.cmp"

@@ -30,7 +30,8 @@
 #   kerberos kdc down   a sidecar started while the KDC is stopped retries in place and, once the
 #                       KDC is back, catches up without a full refresh
 #   kerberos expiry     after the realm's short ticket lifetime has passed, the metastore restarts
-#                       and the sidecars reconnect with fresh tickets and converge
+#                       (now with hadoop.rpc.protection=integrity) and the sidecars reconnect with
+#                       fresh tickets, negotiating QOP auth-int, and converge
 #
 # Environment: REALHMS_PROFILES (default "hive4 hive3"), REALHMS_FORMATS (default "json gzip"),
 # REALHMS_KEEP=1 keeps the work directory, REALHMS_M2 sets Maven's local repository,

@@ -9,7 +9,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  * Kerberos for the suite's Java processes, from system properties the scripts set (none set: no
  * Kerberos). {@code realhms.krb.principal} and {@code realhms.krb.keytab} are this process's
  * login; {@code realhms.krb.service} is the metastore's principal (hive/_HOST@REALM) for
- * clients; {@code java.security.krb5.conf} names the realm's krb5.conf.
+ * clients; {@code realhms.krb.qop}, when set, is hadoop.rpc.protection (authentication, integrity
+ * or privacy) on both sides; {@code java.security.krb5.conf} names the realm's krb5.conf.
  *
  * <p>The metastore (Launcher) logs in as its service principal and turns on SASL with
  * {@code hadoop.security.authentication=kerberos}; the Hive clients (Workload, EventDump,
@@ -62,6 +63,10 @@ final class Kerberos {
 
   private static void login(Configuration conf) throws IOException {
     conf.set("hadoop.security.authentication", "kerberos");
+    String qop = System.getProperty("realhms.krb.qop", "");
+    if (!qop.isEmpty()) {
+      conf.set("hadoop.rpc.protection", qop);
+    }
     UserGroupInformation.setConfiguration(conf);
     UserGroupInformation.loginUserFromKeytab(principal(), keytab());
   }
