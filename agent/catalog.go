@@ -67,6 +67,7 @@ type catalogState struct {
 	failing                 bool // the last step failed
 	authFailing             bool
 	configFailing           bool // the FE answered as no configured FE should
+	hmsConfigFailing        bool // the last step failed on a metastore configuration error (hms.ConfigError)
 	fullRefreshes, selfHeal int
 	lastAppliedAt           time.Time
 	// epoch is own's lineage, masterEpoch the committed one (-1 unknown).

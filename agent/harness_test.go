@@ -157,6 +157,8 @@ type memberOpts struct {
 	stuckAfter time.Duration
 	// wrapStore, if set, stands between the member and its cursor store.
 	wrapStore func(*cursorstore.Store) agent.CursorStore
+	// hmsURI is the metastore the member reads; default the harness's.
+	hmsURI string
 }
 
 type member struct {
@@ -226,7 +228,10 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	store := cursorstore.New(cli, etcdPrefix, testCluster, reqTimeout, log)
 	// The member's name as set_ugi user tells its reads apart in the fake
 	// metastore's fetch log.
-	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{h.hms.URI()}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
+	if mo.hmsURI == "" {
+		mo.hmsURI = h.hms.URI()
+	}
+	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{mo.hmsURI}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func newMetrics() *metrics {
 		feStatements:   counter("fe_statements_total", "Statements (doris) or requests (native, log) sent to the FE, by result: ok, transient, deterministic, auth, configuration.", "catalog", "result"),
 		fullRefreshes:  counter("full_refreshes_total", "Full catalog refreshes, by reason: initial, gap, reset, self_heal, operator.", "catalog", "reason"),
 		selfHeals:      counter("self_heals_total", "Deterministic failures healed by resetting the cursor to -1, by reason: decode, apply.", "catalog", "reason"),
-		retries:        counter("retries_total", "Failed steps retried, by class: transient (in place, with backoff), deterministic (a full refresh that failed deterministically, with backoff), auth and configuration (slowly, every retry.auth_interval).", "catalog", "class"),
+		retries:        counter("retries_total", "Failed steps retried, by class: transient (in place, with backoff), deterministic (a full refresh that failed deterministically, with backoff), auth, configuration and hms_config (slowly, every retry.auth_interval).", "catalog", "class"),
 		role:           gauge("role", "1 for this member's current role (master or follower), 0 otherwise.", "role"),
 		leaderChanges: func() prometheus.Counter {
 			c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hmssync", Name: "leader_transitions_total", Help: "Times this member became master or stopped being master."})

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
@@ -49,6 +50,7 @@ const (
 	// classConfig: the FE answered, but not as the configured one should (a
 	// catalog it lacks, not a Doris envelope, a URL that is not an FE).
 	classConfig
+	classHMSConfig
 	classRoleLost
 )
 
@@ -59,6 +61,9 @@ func classify(err error) failureClass {
 	var pe *poisonError
 	if errors.As(err, &pe) {
 		return classDeterministic
+	}
+	if hms.IsConfigError(err) {
+		return classHMSConfig
 	}
 	var ae *applier.Error
 	if errors.As(err, &ae) {
@@ -82,6 +87,8 @@ func classLabel(err error) string {
 		return "auth"
 	case classConfig:
 		return "configuration"
+	case classHMSConfig:
+		return "hms_config"
 	default:
 		return "transient"
 	}
@@ -141,6 +148,16 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 		l.log.Error("FE configuration error: the FE answered, but not as the configured FE and catalog should (see the error for its answer; check fe.url, fe.dialect and catalogs[].name); the cursor is kept",
 			zap.Error(err), zap.Duration("retry_in", wait))
 		return wait
+	case classHMSConfig:
+		// Kerberos or SASL set up wrongly, here or on the metastore: only a
+		// fix helps (a new keytab, a metastore setting), so retry slowly and
+		// fail /readyz until a step succeeds; the cursor is kept.
+		l.recordErr(err, classHMSConfig)
+		l.a.m.retries.WithLabelValues(l.cat.Name, "hms_config").Inc()
+		wait := jitter(l.a.retry.AuthInterval)
+		l.log.Error("metastore connection misconfigured; fix what the error names; the cursor is kept",
+			zap.Error(err), zap.Duration("retry_in", wait))
+		return wait
 	default:
 		l.recordErr(err, classTransient)
 		l.a.m.retries.WithLabelValues(l.cat.Name, "transient").Inc()
@@ -167,6 +184,8 @@ func (l *catalogLoop) recordErr(err error, class failureClass) {
 		l.st.authFailing = true
 	case classConfig:
 		l.st.configFailing = true
+	case classHMSConfig:
+		l.st.hmsConfigFailing = true
 	}
 }
 
@@ -178,4 +197,5 @@ func (l *catalogLoop) clearErr() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.st.failing = false
+	l.st.hmsConfigFailing = false // the step reached the metastore
 }

@@ -144,7 +144,7 @@ func (a *Agent) notReady() []string {
 	}
 	for _, l := range a.loops {
 		l.mu.Lock()
-		own, auth, config, lastErr := l.st.own, l.st.authFailing, l.st.configFailing, l.st.lastErr
+		own, auth, config, hmsConfig, lastErr := l.st.own, l.st.authFailing, l.st.configFailing, l.st.hmsConfigFailing, l.st.lastErr
 		l.mu.Unlock()
 		if own < 0 {
 			why = append(why, fmt.Sprintf("catalog %s: cursor unknown", l.cat.Name))
@@ -154,6 +154,9 @@ func (a *Agent) notReady() []string {
 		}
 		if config {
 			why = append(why, fmt.Sprintf("catalog %s: FE configuration error: %s", l.cat.Name, lastErr))
+		}
+		if hmsConfig {
+			why = append(why, fmt.Sprintf("catalog %s: metastore connection misconfigured: %s", l.cat.Name, lastErr))
 		}
 		if err := l.watch.notFresh(); err != nil {
 			why = append(why, fmt.Sprintf("catalog %s: %v", l.cat.Name, err))

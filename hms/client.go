@@ -37,6 +37,9 @@ type ClientConfig struct {
 	// MaxReplyBytes bounds the bytes of one reply (replylimit.go). Default
 	// DefaultMaxReplyBytes.
 	MaxReplyBytes int64
+	// Kerberos, when set, authenticates every connection with SASL GSSAPI
+	// (hive.metastore.sasl.enabled=true). It excludes Framed.
+	Kerberos *KerberosConfig
 	// Logger receives connection changes. Default: no logging.
 	Logger *zap.Logger
 }
@@ -51,6 +54,7 @@ type Client struct {
 	uris  []string // the URIs as configured, in the same order, for errors
 	log   *zap.Logger
 	sem   chan struct{} // held while a call uses the connection
+	krb   *kerberos     // nil without Kerberos
 	conn  *conn
 	next  int // index of the address the next connection attempt starts at
 	done  chan struct{}
@@ -93,6 +97,16 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.MaxReplyBytes == 0 {
 		cfg.MaxReplyBytes = DefaultMaxReplyBytes
 	}
+	var krb *kerberos
+	if cfg.Kerberos != nil {
+		if cfg.Framed {
+			return nil, configErrorf("hms client: hms_framed cannot be combined with hms_auth (Kerberos): Hive offers no framed transport with SASL")
+		}
+		var err error
+		if krb, err = newKerberos(*cfg.Kerberos); err != nil {
+			return nil, fmt.Errorf("hms client: %w", err)
+		}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -102,7 +116,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		addrs[i], addrs[j] = addrs[j], addrs[i]
 		uris[i], uris[j] = uris[j], uris[i]
 	})
-	return &Client{cfg: cfg, addrs: addrs, uris: uris, log: log, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
+	return &Client{cfg: cfg, addrs: addrs, uris: uris, log: log, krb: krb, sem: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
 // ParseURI returns the host:port of a thrift://host:port URI. A URI with user
@@ -140,6 +154,9 @@ func (c *Client) Close() error {
 	if c.conn != nil {
 		c.conn.close()
 		c.conn = nil
+	}
+	if c.krb != nil {
+		c.krb.close()
 	}
 	return nil
 }
@@ -192,7 +209,7 @@ func (c *Client) callLimited(ctx context.Context, lim callLimit, fn func(context
 		c.drop(cn, err)
 		if attempt > 0 || !cn.used || ctx.Err() != nil {
 			if !cn.used && ctx.Err() == nil {
-				err = withTransportHint(err)
+				err = c.firstCallHint(ctx, cn, err)
 			}
 			return fmt.Errorf("hms %s on %s: %w", method, cn.uri, err)
 		}
@@ -209,7 +226,7 @@ func (c *Client) connect(ctx context.Context) error {
 		}
 		idx := (c.next + i) % len(c.addrs)
 		addr := c.addrs[idx]
-		cn, err := dialConn(ctx, addr, &c.cfg)
+		cn, err := dialConn(ctx, addr, c.uris[idx], &c.cfg, c.krb)
 		if err == nil && c.cfg.UGIUser != "" {
 			err = cn.do(ctx, c.cfg.CallTimeout, c.limit("set_ugi", maxListingElements), func(ctx context.Context, cl *hmsthrift.ThriftHiveMetastoreClient) error {
 				_, err := cl.SetUgi(ctx, c.cfg.UGIUser, c.cfg.UGIGroups)
@@ -217,19 +234,23 @@ func (c *Client) connect(ctx context.Context) error {
 			})
 			if err != nil {
 				cn.close()
-				err = fmt.Errorf("set_ugi(%q): %w", c.cfg.UGIUser, err)
+				err = fmt.Errorf("set_ugi(%q): %w", c.cfg.UGIUser, c.firstCallHint(ctx, cn, err))
 			}
 		}
 		if err != nil {
 			c.log.Warn("metastore unreachable", zap.String("uri", c.uris[idx]), zap.Error(err))
 			errs = append(errs, fmt.Errorf("%s: %w", c.uris[idx], err))
 			var he *handshakeError
-			allHinted = allHinted && errors.As(err, &he)
+			allHinted = allHinted && (errors.As(err, &he) || IsConfigError(err))
 			continue
 		}
 		cn.uri = c.uris[idx]
 		c.conn, c.next = cn, idx
-		c.log.Info("connected to metastore", zap.String("uri", cn.uri))
+		fields := []zap.Field{zap.String("uri", cn.uri)}
+		if cn.qop != "" {
+			fields = append(fields, zap.String("sasl_qop", cn.qop))
+		}
+		c.log.Info("connected to metastore", fields...)
 		return nil
 	}
 	if allHinted {

@@ -18,8 +18,10 @@ type conn struct {
 	addr   string
 	uri    string // as configured, for errors and logs
 	nc     net.Conn
+	nt     *netTransport
 	client *hmsthrift.ThriftHiveMetastoreClient
-	used   bool // at least one call completed on it
+	used   bool   // at least one call completed on it
+	qop    string // the SASL QOP negotiated (auth, auth-int); empty without SASL
 	limit  *replyLimit
 }
 
@@ -33,8 +35,10 @@ var thriftConfig = &thrift.TConfiguration{
 }
 
 // dialConn connects to addr with the configured transport stack: TLS optionally,
-// then a buffered (default) or framed transport, then the strict binary protocol.
-func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error) {
+// then SASL (krb set), or a buffered (default) or framed transport, then the
+// strict binary protocol. The dial timeout bounds the TLS handshake and the
+// SASL negotiation too.
+func dialConn(ctx context.Context, addr, uri string, cfg *ClientConfig, krb *kerberos) (*conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	var d net.Dialer
@@ -55,16 +59,30 @@ func dialConn(ctx context.Context, addr string, cfg *ClientConfig) (*conn, error
 		nc = tlsConn
 	}
 	limit := &replyLimit{}
-	var trans thrift.TTransport = &netTransport{nc: nc, limit: limit}
-	if cfg.Framed {
+	// The reply budget starts counting after the SASL negotiation, whose
+	// frames are bounded by the SASL transport itself.
+	nt := &netTransport{nc: nc}
+	var trans thrift.TTransport = nt
+	var qop string
+	if krb != nil {
+		st, q, err := negotiateSASL(dctx, nt, addr, uri, krb)
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		trans, qop = st, q
+	} else if cfg.Framed {
 		trans = thrift.NewTFramedTransportConf(trans, thriftConfig)
 	} else {
 		trans = thrift.NewTBufferedTransport(trans, 64<<10)
 	}
+	nt.limit = limit
 	proto := &limitedProtocol{TProtocol: newBinaryProtocol(trans, thriftConfig), limit: limit}
 	return &conn{
 		addr:   addr,
 		nc:     nc,
+		nt:     nt,
+		qop:    qop,
 		client: hmsthrift.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
 		limit:  limit,
 	}, nil
@@ -97,6 +115,20 @@ func (c *conn) do(ctx context.Context, callTimeout time.Duration, lim callLimit,
 
 func (c *conn) close() { c.nc.Close() }
 
+// firstCallHint explains the failure of a connection's first call: a SASL
+// metastore's refusal of a plain client (an ERROR frame in its reply, or a
+// close, after which the metastore is asked whether it speaks SASL), or a
+// transport that does not match.
+func (c *Client) firstCallHint(ctx context.Context, cn *conn, err error) error {
+	if h := saslReplyHint(cn.nt.head); h != nil {
+		return fmt.Errorf("%w (%v)", h, err)
+	}
+	if h := c.saslProbeHint(ctx, cn.addr, err); h != nil {
+		return fmt.Errorf("%w (%v)", h, err)
+	}
+	return withTransportHint(err)
+}
+
 // serverAnswered reports whether err is an answer from the metastore (an
 // application exception or a declared exception), after which the connection is
 // still in step; any other error leaves it unusable.
@@ -122,24 +154,38 @@ func serverAnswered(err error) bool {
 }
 
 // netTransport is a thrift.TTransport over a net.Conn that, unlike thrift.TSocket,
-// leaves the connection's deadlines to the caller (conn.do sets them per call),
-// and counts what it reads against the call's reply budget.
+// leaves the connection's deadlines to the caller (conn.do sets them per call)
+// and, once limit is set, counts what it reads against the call's reply budget.
+// It keeps the first bytes it reads, so that a reply in an unexpected protocol
+// can be recognised (saslReplyHint).
 type netTransport struct {
 	nc    net.Conn
-	limit *replyLimit
+	limit *replyLimit // nil: not counted (the SASL negotiation)
+	head  []byte
 }
 
-func (t *netTransport) Open() error  { return nil }
-func (t *netTransport) IsOpen() bool { return true }
-func (t *netTransport) Close() error { return t.nc.Close() }
+// headLen is how many of a connection's first bytes netTransport keeps.
+const headLen = 64
+
 func (t *netTransport) Read(p []byte) (int, error) {
-	n, err := t.nc.Read(p[:t.limit.readCap(len(p))])
-	if lerr := t.limit.take(n); lerr != nil {
-		return n, lerr
+	if t.limit != nil {
+		p = p[:t.limit.readCap(len(p))]
+	}
+	n, err := t.nc.Read(p)
+	if len(t.head) < headLen {
+		t.head = append(t.head, p[:min(n, headLen-len(t.head))]...)
+	}
+	if t.limit != nil {
+		if lerr := t.limit.take(n); lerr != nil {
+			return n, lerr
+		}
 	}
 	return n, err
 }
 
+func (t *netTransport) Open() error                       { return nil }
+func (t *netTransport) IsOpen() bool                      { return true }
+func (t *netTransport) Close() error                      { return t.nc.Close() }
 func (t *netTransport) Write(p []byte) (int, error)       { return t.nc.Write(p) }
 func (t *netTransport) Flush(context.Context) error       { return nil }
 func (t *netTransport) RemainingBytes() (numBytes uint64) { return ^uint64(0) }

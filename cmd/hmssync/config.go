@@ -65,6 +65,7 @@ type catalogConfig struct {
 	HMSTimeout     time.Duration `yaml:"hms_timeout"`
 	HMSFramed      bool          `yaml:"hms_framed"`
 	HMSTLS         hmsTLSConfig  `yaml:"hms_tls"`
+	HMSAuth        hmsAuthConfig `yaml:"hms_auth"`
 	HMSUser        string        `yaml:"hms_user"`
 	BatchSize      int           `yaml:"batch_size"`
 	PollInterval   time.Duration `yaml:"poll_interval"`

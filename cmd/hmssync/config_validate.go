@@ -159,6 +159,13 @@ func (c *sidecarConfig) validate() error {
 		if _, err := cat.HMSTLS.clientConfig(catalogTLSKey(i)); err != nil {
 			errs = append(errs, err)
 		}
+		if kc, err := cat.HMSAuth.kerberosConfig(catalogAuthKey(i), os.Getenv); err != nil {
+			errs = append(errs, err)
+		} else if kc != nil && cat.HMSFramed {
+			bad(k("hms_framed"), cat.HMSFramed, "want false with hms_auth.mechanism kerberos: Hive offers no framed transport with SASL")
+		} else if kc != nil && cat.HMSUser != "" {
+			bad(k("hms_user"), cat.HMSUser, "want it empty with hms_auth.mechanism kerberos: set_ugi is for metastores without SASL; the client principal is the identity")
+		}
 		if cat.HMSCatalog == "" {
 			bad(k("hms_catalog"), cat.HMSCatalog, "want the metastore catalog name (Hive's default is hive)")
 		}

@@ -31,7 +31,7 @@ func devFECommand() *cli.Command {
 		Description: "Serves POST /api/query/{ns}/{db} (REFRESH statements and SELECT 1), the hmssync native\n" +
 			"endpoint (docs/fe-protocol.md), GET /_fetest/state and POST/DELETE /_fetest/faults.\n" +
 			"The password flag is acceptable here because this is a test double, never a real FE.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "listen", Value: cli.NewStringSlice("127.0.0.1:8030"),
 				Usage: "address of an FE endpoint; repeat (or separate with commas) for several"},
 			&cli.IntFlag{Name: "fes", Value: 1,
@@ -48,7 +48,7 @@ func devFECommand() *cli.Command {
 				Usage: "declare a Hive catalog (SHOW CATALOGS lists it, type hms); NAME or NAME:sync for one with hive.enable_hms_events_incremental_sync=true. " +
 					"With any, the native state of other catalogs answers 404"},
 			devFEMetastoreFlag(),
-		},
+		}, kerberosFlags()...), // for --hms
 		Action: runDevFE,
 	}
 }

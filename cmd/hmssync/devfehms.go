@@ -30,7 +30,11 @@ func devFEMetastoreLoader(c *cli.Context, opts *fetest.Options) (close func(), e
 	if c.String("truth-url") != "" {
 		return nil, fmt.Errorf("--hms and --truth-url: give one source of the FE's truth")
 	}
-	client, err := hms.NewClient(hms.ClientConfig{URIs: []string{uri}, DialTimeout: 5 * time.Second, CallTimeout: 30 * time.Second})
+	krb, err := kerberosFromFlags(c)
+	if err != nil {
+		return nil, err
+	}
+	client, err := hms.NewClient(hms.ClientConfig{URIs: []string{uri}, DialTimeout: 5 * time.Second, CallTimeout: 30 * time.Second, Kerberos: krb})
 	if err != nil {
 		return nil, fmt.Errorf("--hms: %w", err)
 	}

@@ -47,7 +47,7 @@ func eventsCommand() *cli.Command {
 			{
 				Name:  "tail",
 				Usage: "print a metastore's notification events as they arrive (JSON lines)",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "hms", Required: true, Usage: "metastore URIs, comma-separated: thrift://h:9083[,thrift://h2:9083]"},
 					&cli.Int64Flag{Name: "from", Value: -1, Usage: "print events after this id (default: the current id, i.e. only new events)"},
 					&cli.BoolFlag{Name: "decode", Usage: "print each event's descriptors after it"},
@@ -62,7 +62,7 @@ func eventsCommand() *cli.Command {
 					&cli.StringFlag{Name: "tls-key", Category: "TLS", Usage: "PEM `FILE` of the client certificate's private key"},
 					&cli.StringFlag{Name: "tls-server-name", Category: "TLS", Usage: "`NAME` to check the metastore's certificate against (default: the URI's host)"},
 					&cli.BoolFlag{Name: "tls-insecure-skip-verify", Category: "TLS", Usage: "do not check the metastore's certificate (testing only)"},
-				},
+				}, kerberosFlags()...),
 				Action: tailEvents,
 			},
 		},
@@ -147,11 +147,16 @@ func tailEvents(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	krb, err := kerberosFromFlags(c)
+	if err != nil {
+		return err
+	}
 	client, err := hms.NewClient(hms.ClientConfig{
-		URIs:    strings.Split(c.String("hms"), ","),
-		Framed:  c.Bool("framed"),
-		TLS:     tlsCfg,
-		UGIUser: c.String("ugi-user"),
+		URIs:     strings.Split(c.String("hms"), ","),
+		Framed:   c.Bool("framed"),
+		TLS:      tlsCfg,
+		Kerberos: krb,
+		UGIUser:  c.String("ugi-user"),
 	})
 	if err != nil {
 		return err

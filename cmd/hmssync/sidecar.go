@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"time"
 
@@ -92,8 +93,12 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 		if cc.HMSTLS.InsecureSkipVerify {
 			hmsLog.Warn("hms_tls.insecure_skip_verify is on: the metastore's certificate is not checked; use it for testing only")
 		}
+		krb, err := cc.HMSAuth.kerberosConfig(catalogAuthKey(i), os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", cc.Name, err) // validated at load; a file may have changed since
+		}
 		hc, err := hms.NewClient(hms.ClientConfig{URIs: cc.HMSURIs, DialTimeout: min(cc.HMSTimeout, 10*time.Second), CallTimeout: cc.HMSTimeout,
-			Framed: cc.HMSFramed, TLS: tlsCfg, UGIUser: cc.HMSUser, Logger: hmsLog})
+			Framed: cc.HMSFramed, TLS: tlsCfg, Kerberos: krb, UGIUser: cc.HMSUser, Logger: hmsLog})
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s: metastore client: %w", cc.Name, err)
 		}

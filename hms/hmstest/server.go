@@ -19,11 +19,13 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/hms/sasltest"
 )
 
 // Server is a fake metastore. Its methods are safe for concurrent use.
 type Server struct {
 	framed    bool
+	sasl      *sasltest.Acceptor // nil: no SASL (sasl.go)
 	processor *hmsthrift.ThriftHiveMetastoreProcessor
 
 	// TLS (tls.go); set up by Listen and read-only afterwards.
@@ -43,6 +45,8 @@ type Server struct {
 	// recordFetches turns the fetch log (fetchLog) on.
 	recordFetches bool
 	fetchLog      []ServedFetch
+	saslClients   []string
+	saslFailures  int
 
 	log   eventLog
 	model model
@@ -229,7 +233,12 @@ func (s *Server) Calls(method string) int {
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	conf := &thrift.TConfiguration{MaxMessageSize: 1 << 30, MaxFrameSize: 1 << 30}
 	var trans thrift.TTransport = &connTransport{nc: nc}
-	if s.framed {
+	if s.sasl != nil {
+		var ok bool
+		if trans, ok = s.saslTransport(nc); !ok {
+			return
+		}
+	} else if s.framed {
 		trans = thrift.NewTFramedTransportConf(trans, conf)
 	} else {
 		trans = thrift.NewTBufferedTransport(trans, 64<<10)

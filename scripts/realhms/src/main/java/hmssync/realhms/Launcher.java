@@ -106,6 +106,8 @@ public final class Launcher {
     for (Map.Entry<String, String> e : settings.entrySet()) {
       conf.set(e.getKey(), e.getValue());
     }
+    // hive.metastore.sasl.enabled with the metastore's principal and keytab (Kerberos.java).
+    Kerberos.server(conf);
     System.setProperty("derby.system.home", dir.toAbsolutePath().toString());
     System.setProperty("derby.stream.error.file", dir.resolve("derby.log").toAbsolutePath().toString());
 
@@ -124,13 +126,16 @@ public final class Launcher {
     server.setDaemon(false);
     server.start();
 
-    String uri = "thrift://127.0.0.1:" + port;
+    // With Kerberos the URI carries the host name of the metastore's principal (hive/localhost):
+    // clients replace _HOST with it.
+    String uri = "thrift://" + (Kerberos.on() ? "localhost" : "127.0.0.1") + ":" + port;
     awaitReady(uri, readyTimeout);
     seedNotificationSequence(derbyUrl);
     long current = awaitReady(uri, readyTimeout);
     System.out.println("REALHMS READY uri=" + uri + " hive=" + MetastoreVersionInfo.getVersion()
         + " format=" + format + " listener=" + listener + " current_event_id=" + current
-        + " ttl_seconds=" + ttl + " clean_interval_seconds=" + cleanInterval);
+        + " ttl_seconds=" + ttl + " clean_interval_seconds=" + cleanInterval
+        + " kerberos=" + (Kerberos.on() ? Kerberos.principal() : "off"));
     System.out.flush();
     server.join();
   }

@@ -94,6 +94,7 @@ public final class Workload {
     conf.set("hive.metastore.client.socket.timeout", "60s");
     conf.set("hive.metastore.connect.retries", "1");
     conf.set("hive.metastore.failure.retries", "0");
+    Kerberos.client(conf);
     return new HiveMetaStoreClient(conf);
   }
 
