@@ -49,6 +49,9 @@ type catalogLoop struct {
 	haveLastSeen bool
 	lastSeenTerm election.Token
 
+	// poll spaces the master's polls of an idle log.
+	poll pollSchedule
+
 	// stepStart is when the current step began (unix nanoseconds; 0 while
 	// waiting), for /livez.
 	stepStart atomic.Int64
@@ -85,7 +88,8 @@ type outcome int
 
 const (
 	again      outcome = iota // step again at once (draining a backlog)
-	idle                      // master caught up: wait the poll interval
+	idle                      // master caught up, the poll found nothing: wait (pollSchedule)
+	drained                   // master caught up after applying what the poll found: look again soon
 	waitMaster                // follower caught up with the master cursor: wait for it to move
 	paused                    // the pause key is set: wait for its removal
 )
@@ -98,6 +102,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	l := &catalogLoop{
 		a: a, cat: cat, log: log, own: -1, feSent: -1, refreshReason: "initial",
 		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
+		poll:  newPollSchedule(cat.BusyPollInterval, cat.PollInterval),
 	}
 	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
@@ -139,8 +144,8 @@ func (l *catalogLoop) run(ctx context.Context) {
 		l.clearErr()
 		switch out {
 		case again:
-		case idle:
-			l.waitIdle(ctx, began.Add(l.cat.PollInterval), roleChanged, pauseChanged)
+		case idle, drained:
+			l.waitIdle(ctx, began.Add(l.poll.after(out == drained)), roleChanged, pauseChanged)
 		case waitMaster:
 			// Event-driven: no timer, the etcd watch wakes the follower.
 			waitAny(ctx, nil, roleChanged, cursorMoved)
@@ -303,11 +308,10 @@ func (l *catalogLoop) updateLag() {
 	l.a.m.lagSeconds.WithLabelValues(l.cat.Name).Set(now.Sub(l.st.caughtUpAt).Seconds())
 }
 
-// waitIdle waits until the next poll is due: one poll interval after the step
-// that found the master caught up began, so that the metastore is read every
-// poll interval however long that step took to apply what it found (waiting a
-// whole interval after it would add the step's duration to every event's
-// latency). The master also wakes at once on a role or pause change, or when
+// waitIdle waits until the next poll is due: the schedule's wait (pollSchedule)
+// after the step that found the master caught up began, so that the metastore is
+// read at that cadence however long that step took to apply what it found
+// (waiting after it would add the step's duration to every event's latency). The master also wakes at once on a role or pause change, or when
 // someone else moved the master cursor (an operator's set or reset); its own
 // commits do not wake it.
 func (l *catalogLoop) waitIdle(ctx context.Context, due time.Time, roleChanged, pauseChanged <-chan struct{}) {

@@ -39,6 +39,10 @@ type memLog struct {
 	afterCurrent func(*memLog)
 	// served records the highest id each fetch returned, and who asked.
 	served []int64
+	// calls counts the polls and fetches (get_current_notificationEventId,
+	// get_next_notification); the db uuid is not counted, since the
+	// production client reads it once per connection.
+	calls int
 }
 
 func (m *memLog) add(typ string, n int) {
@@ -70,6 +74,7 @@ func (m *memLog) current() int64 {
 
 func (m *memLog) CurrentEventID(context.Context) (int64, error) {
 	m.mu.Lock()
+	m.calls++
 	cur, hook := m.current(), m.afterCurrent
 	m.afterCurrent = nil
 	m.mu.Unlock()
@@ -89,6 +94,7 @@ func (m *memLog) MetastoreUUID(context.Context) (string, bool, error) {
 func (m *memLog) NextEvents(_ context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.calls++
 	f := hms.Fetch{Last: after}
 	first := int64(-1)
 	for _, ev := range m.events {

@@ -129,7 +129,8 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		if to < cur {
 			return again, nil
 		}
-		return idle, nil
+		// The log moved (by skipped events only): it is busy.
+		return drained, nil
 	}
 	last := f.Last
 	var d decoded
@@ -170,7 +171,7 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		// A backlog: drain it without waiting.
 		return again, nil
 	}
-	return idle, nil
+	return drained, nil
 }
 
 // drainBatchEvents is how many events the master of a cluster-scope dialect

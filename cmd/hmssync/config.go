@@ -64,6 +64,7 @@ type catalogConfig struct {
 	HMSUser        string        `yaml:"hms_user"`
 	BatchSize      int           `yaml:"batch_size"`
 	PollInterval   time.Duration `yaml:"poll_interval"`
+	BusyPoll       time.Duration `yaml:"busy_poll_interval"`
 	SkipEventTypes []string      `yaml:"skip_event_types"`
 	Include        []string      `yaml:"include"`
 	Exclude        []string      `yaml:"exclude"`
@@ -136,6 +137,9 @@ func defaultCatalog(c *catalogConfig) {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
+	}
+	if c.BusyPoll == 0 {
+		c.BusyPoll = min(25*time.Millisecond, c.PollInterval)
 	}
 }
 

@@ -186,6 +186,8 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		{"hms uri", "catalogs: [{name: a, hms_uris: ['http://hms:9083']}]", nil, []string{"catalogs[0].hms_uris[0]", "http://hms:9083", "thrift://host:port"}},
 		{"regex", "catalogs: [{name: a, include: ['sales\\.(']}]", nil, []string{"catalogs[0].include[0]", "regular expression"}},
 		{"poll interval", "catalogs: [{name: a, poll_interval: 1ms}]", nil, []string{"catalogs[0].poll_interval", "1ms", "10ms to 1h"}},
+		{"busy poll above poll interval", "catalogs: [{name: a, poll_interval: 100ms, busy_poll_interval: 200ms}]", nil, []string{"catalogs[0].busy_poll_interval", "200ms", "up to poll_interval (100ms)"}},
+		{"busy poll default under a short poll interval", "catalogs: [{name: a, poll_interval: 10ms}]", nil, []string{}},
 		{"env duration", "", map[string]string{"HMSSYNC_FE_TIMEOUT": "soon"}, []string{"HMSSYNC_FE_TIMEOUT", "fe.timeout", `"soon"`, "duration"}},
 		{"listen", "http: {listen: 9108}", nil, []string{"http.listen", `"9108"`, "host:port"}},
 		{"log level", "log: {level: loud}", nil, []string{"log.level", `"loud"`, "debug, info, warn or error"}},

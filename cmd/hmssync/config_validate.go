@@ -150,6 +150,9 @@ func (c *sidecarConfig) validate() error {
 		if cat.PollInterval < 10*time.Millisecond || cat.PollInterval > time.Hour {
 			bad(k("poll_interval"), cat.PollInterval, "want a duration from 10ms to 1h")
 		}
+		if cat.BusyPoll < time.Millisecond || cat.BusyPoll > cat.PollInterval {
+			bad(k("busy_poll_interval"), cat.BusyPoll, fmt.Sprintf("want a duration from 1ms up to poll_interval (%s)", cat.PollInterval))
+		}
 		for j, t := range cat.SkipEventTypes {
 			if !eventTypeRe.MatchString(t) {
 				bad(fmt.Sprintf("catalogs[%d].skip_event_types[%d]", i, j), t, "want an HMS event type such as OPEN_TXN or ALLOC_WRITE_ID_EVENT (upper case)")
