@@ -72,6 +72,8 @@ type catalogConfig struct {
 
 type httpConfig struct {
 	Listen string `yaml:"listen"`
+	// Pprof is who may read /debug/pprof: off, loopback or any.
+	Pprof string `yaml:"pprof"`
 }
 
 type logConfig struct {
@@ -114,7 +116,7 @@ func defaultConfig() sidecarConfig {
 			HealthInterval: 5 * time.Second,
 			UnhealthyGrace: 30 * time.Second,
 		},
-		HTTP:            httpConfig{Listen: ":9108"},
+		HTTP:            httpConfig{Listen: ":9108", Pprof: "off"},
 		Log:             logConfig{Level: "info"},
 		Retry:           retryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second, AuthInterval: 30 * time.Second},
 		ShutdownTimeout: 10 * time.Second,

@@ -176,6 +176,11 @@ func (c *sidecarConfig) validate() error {
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		bad("http.listen", c.HTTP.Listen, "want a port from 0 to 65535")
 	}
+	switch c.HTTP.Pprof { // agent.PprofAccess's values
+	case "off", "loopback", "any":
+	default:
+		bad("http.pprof", c.HTTP.Pprof, "want off, loopback (profiles for clients on this host only) or any")
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

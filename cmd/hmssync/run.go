@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hmssync/hmssync/agent"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -110,13 +111,14 @@ func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	if err != nil {
 		return fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
 	}
-	hs := &http.Server{Handler: sc.Agent.Handler(&level), ReadHeaderTimeout: 10 * time.Second}
+	pprofAccess := agent.PprofAccess(cfg.HTTP.Pprof)
+	hs := &http.Server{Handler: agent.WithPprof(sc.Agent.Handler(&level), pprofAccess), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", zap.Error(err))
 		}
 	}()
-	log.Info("http surface listening", zap.String("addr", ln.Addr().String()))
+	log.Info("http surface listening", zap.String("addr", ln.Addr().String()), zap.String("pprof", string(pprofAccess)))
 
 	// Whatever happens after the signal, the process ends within the shutdown
 	// timeout: an orchestrator waiting on a hung sidecar helps nobody.
