@@ -51,6 +51,9 @@ type catalogLoop struct {
 
 	// poll spaces the master's polls of an idle log.
 	poll pollSchedule
+	// ahead is the next batch being fetched and decoded while the current
+	// one is applied (readahead.go); nil when none runs.
+	ahead *readAhead
 
 	// stepStart is when the current step began (unix nanoseconds; 0 while
 	// waiting), for /livez.
@@ -115,6 +118,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 // run is the catalog's loop: one step at a time in the current role, then a wait
 // chosen by the step's outcome, until ctx ends.
 func (l *catalogLoop) run(ctx context.Context) {
+	defer l.discardReadAhead()
 	bo := newBackoff(l.a.retry)
 	for ctx.Err() == nil {
 		// Take every wake-up channel before looking at the state they signal,
@@ -157,7 +161,16 @@ func (l *catalogLoop) run(ctx context.Context) {
 }
 
 // step runs one step in the current role.
-func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (outcome, error) {
+func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (out outcome, err error) {
+	l.dropReadAheadOfAnotherRole(term, master)
+	defer func() {
+		// A read-ahead serves only the step right after the one that
+		// started it, draining a backlog; after a failure the batch it
+		// follows is done again.
+		if err != nil || out != again {
+			l.discardReadAhead()
+		}
+	}()
 	if !l.ownLoaded {
 		if err := l.loadOwn(ctx); err != nil {
 			return 0, err

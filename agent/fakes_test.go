@@ -43,6 +43,18 @@ type memLog struct {
 	// get_next_notification); the db uuid is not counted, since the
 	// production client reads it once per connection.
 	calls int
+	// fetches records every get_next_notification asked, in order;
+	// onFetch, when set, runs after each is answered (outside the lock).
+	fetches []fetchCall
+	onFetch func(fetchCall)
+}
+
+// fetchCall is one get_next_notification asked of a memLog.
+type fetchCall struct {
+	after      int64
+	max        int
+	serverSkip bool  // the skip list was sent
+	last       int64 // the highest id answered (after if none)
 }
 
 func (m *memLog) add(typ string, n int) {
@@ -91,7 +103,20 @@ func (m *memLog) MetastoreUUID(context.Context) (string, bool, error) {
 }
 
 // NextEvents classifies like hms.Client.NextEvents (SPEC §2 step 5).
-func (m *memLog) NextEvents(_ context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
+func (m *memLog) NextEvents(ctx context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
+	f, err := m.nextEvents(ctx, after, max, skip)
+	m.mu.Lock()
+	call := fetchCall{after: after, max: max, serverSkip: len(skip) > 0, last: f.Last}
+	m.fetches = append(m.fetches, call)
+	hook := m.onFetch
+	m.mu.Unlock()
+	if hook != nil {
+		hook(call)
+	}
+	return f, err
+}
+
+func (m *memLog) nextEvents(_ context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
@@ -159,6 +184,9 @@ type memFE struct {
 	report  bool  // implements AppliedReporter's answer
 	askErr  error // what AppliedEventID fails with, if set
 	batches []change.Batch
+	// beforeApply, when set, runs before each batch is applied (outside
+	// the lock); an error fails the apply, nothing applied.
+	beforeApply func(change.Batch) error
 }
 
 func (f *memFE) Dialect() string      { return "native" }
@@ -168,6 +196,14 @@ func (f *memFE) Check(context.Context) error {
 }
 
 func (f *memFE) Apply(_ context.Context, b change.Batch) error {
+	f.mu.Lock()
+	hook := f.beforeApply
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(b); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.batches = append(f.batches, b)
@@ -236,6 +272,7 @@ type memStore struct {
 	members         map[string][2]int64
 	memberWrites    map[string][]int64 // every value each member wrote
 	commits, rewind int
+	committed       []int64 // every value a fenced write committed, in order
 }
 
 func newMemStore() *memStore {
@@ -265,6 +302,7 @@ func (s *memStore) fenced(tok election.Token, lastSeen cursorstore.Cursor, value
 	}
 	s.rev++
 	s.cursor, s.cursorRev = value, s.rev
+	s.committed = append(s.committed, value)
 	if epoch != s.epoch || s.epochRev == 0 {
 		s.epoch, s.epochRev = epoch, s.rev
 	}

@@ -21,7 +21,7 @@ import (
 func (l *catalogLoop) masterStep(parent context.Context, term election.Term) (outcome, error) {
 	ctx, cancel := termContext(parent, term)
 	defer cancel()
-	out, err := l.masterCycle(ctx, term)
+	out, err := l.masterCycle(ctx, parent, term)
 	if err != nil && ctx.Err() != nil && parent.Err() == nil {
 		// The term ended while the step was in flight: whatever the step was
 		// doing is abandoned, and the loop continues as a follower.
@@ -30,7 +30,9 @@ func (l *catalogLoop) masterStep(parent context.Context, term election.Term) (ou
 	return out, err
 }
 
-func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outcome, error) {
+// parent outlives the step (the loop's context): a read-ahead started by this
+// step runs on into the next one.
+func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Term) (outcome, error) {
 	if err := l.syncLastSeen(ctx, term); err != nil {
 		return 0, err
 	}
@@ -87,7 +89,13 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		return idle, l.commitWith(ctx, term, cur, uuid)
 	}
 
-	f, err := l.fetch(ctx, l.own, l.cat.BatchSize, true)
+	var f hms.Fetch
+	pre := l.takeReadAhead(ctx, true, term.Token, l.lastSeen.Epoch, l.own, l.cat.BatchSize, true, noBound)
+	if pre != nil {
+		f, err = pre.f, pre.fetchErr
+	} else {
+		f, err = l.fetch(ctx, l.own, l.cat.BatchSize, true)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -134,7 +142,12 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	}
 	last := f.Last
 	var d decoded
-	if err := l.decode(f.Events, &d); err != nil {
+	if pre != nil && pre.decodedEvents {
+		err = pre.decodedInto(l, &d)
+	} else {
+		err = l.decode(f.Events, &d)
+	}
+	if err != nil {
 		return 0, err
 	}
 	// Draining a backlog with a cluster-scope dialect (Doris), read on before
@@ -159,6 +172,11 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		}
 		n += len(more.Events) + more.Skipped
 		last = more.Last
+	}
+	if last < cur {
+		// More is known to follow: read it while this batch is applied
+		// and committed.
+		l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound)
 	}
 	if err := l.applyDecoded(ctx, &d, last, true); err != nil {
 		return 0, err

@@ -87,11 +87,26 @@ type decoded struct {
 // decode decodes and filters evs into d. An event that cannot be decoded is a
 // *poisonError (the first one in the log's order, if there are several).
 func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
+	err := l.decodeUncounted(evs, d)
+	l.countPoison(err)
+	return err
+}
+
+// countPoison counts the event a decode error (a *poisonError) names.
+func (l *catalogLoop) countPoison(err error) {
+	if p, ok := err.(*poisonError); ok {
+		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, p.eventType).Inc()
+	}
+}
+
+// decodeUncounted is decode without counting a failure: a read-ahead's decode
+// error is counted when the step meets it, not when a read-ahead that may be
+// discarded does.
+func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded) error {
 	start := time.Now()
 	descs, bad, err := decodeAll(l.cat.Decoder, evs, runtime.GOMAXPROCS(0))
 	if err != nil {
 		ev := evs[bad]
-		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, ev.Type).Inc()
 		return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
 	}
 	for i, ev := range evs {
