@@ -174,6 +174,18 @@ func (memDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
 	return []change.Descriptor{{EventID: ev.ID, Op: change.RefreshTable, DB: ev.DB, Table: ev.Table}}, nil
 }
 
+// hookDecoder is a memDecoder that runs before, when set, ahead of each event.
+type hookDecoder struct {
+	before func(hms.Event)
+}
+
+func (h hookDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
+	if h.before != nil {
+		h.before(ev)
+	}
+	return memDecoder{}.Decode(ev)
+}
+
 // memFE is an FE that speaks like the native protocol: it keeps the last
 // to_event_id applied and the event ids it received since its last full
 // refresh.
@@ -422,11 +434,12 @@ type rig struct {
 }
 
 type rigOpts struct {
-	scope  applier.Scope // default local
-	batch  int           // default 100
-	skip   []string
-	report bool // the FE answers AppliedEventID
-	member string
+	scope   applier.Scope // default local
+	batch   int           // default 100
+	skip    []string
+	report  bool // the FE answers AppliedEventID
+	member  string
+	decoder EventDecoder // default memDecoder
 }
 
 func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
@@ -446,9 +459,13 @@ func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
 		app = memReportingFE{fe}
 	}
 	el := &memElector{ch: make(chan struct{})}
+	var dec EventDecoder = memDecoder{}
+	if o.decoder != nil {
+		dec = o.decoder
+	}
 	a, err := New(Config{
 		Cluster: "c", Member: o.member, Applier: app, Scope: o.scope, Elector: el, Store: store,
-		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: memDecoder{}, BatchSize: o.batch,
+		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: dec, BatchSize: o.batch,
 			PollInterval: time.Second, SkipEventTypes: o.skip}},
 		Logger: zaptest.NewLogger(t),
 	})

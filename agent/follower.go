@@ -131,7 +131,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		if d := target - to; d < int64(next) {
 			next = int(d)
 		}
-		l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, next, false, target)
+		l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, next, false, target, true)
 	}
 	if pre != nil && pre.decodedEvents {
 		var d decoded

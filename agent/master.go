@@ -141,15 +141,6 @@ func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Ter
 		return drained, nil
 	}
 	last := f.Last
-	var d decoded
-	if pre != nil && pre.decodedEvents {
-		err = pre.decodedInto(l, &d)
-	} else {
-		err = l.decode(f.Events, &d)
-	}
-	if err != nil {
-		return 0, err
-	}
 	// Draining a backlog with a cluster-scope dialect (Doris), read on before
 	// applying, so that one batch covers up to drainBatchEvents events: the
 	// FE then gets one REFRESH per table for all of them rather than one per
@@ -159,24 +150,49 @@ func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Ter
 	// in between. With a local-scope dialect each commit releases the
 	// followers' own work, and applying costs one request per batch, so the
 	// master commits every fetch. Only the changes are kept between fetches,
-	// not the messages, so memory stays that of one fetch. Anything unusual
-	// in a further fetch (an error, a gap, nothing new) ends the batch; the
-	// next cycle deals with it.
-	for n := len(f.Events); l.a.scope == applier.ScopeCluster && last < cur && n < drainBatchEvents; {
-		more, err := l.fetch(ctx, last, min(l.cat.BatchSize, drainBatchEvents-n), true)
+	// not the messages, so memory stays that of two fetches: the one being
+	// decoded, and the next one, already in flight (a read-ahead that only
+	// fetches). Anything unusual in a further fetch (an error, a gap, nothing
+	// new) ends the batch; the next cycle deals with it.
+	n := len(f.Events)
+	gathering := func() bool { return l.a.scope == applier.ScopeCluster && last < cur && n < drainBatchEvents }
+	readOn := func() {
+		if gathering() {
+			l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, min(l.cat.BatchSize, drainBatchEvents-n), true, noBound, false)
+		}
+	}
+	var d decoded
+	readOn()
+	if pre != nil && pre.decodedEvents {
+		err = pre.decodedInto(l, &d)
+	} else {
+		err = l.decode(f.Events, &d)
+	}
+	if err != nil {
+		return 0, err
+	}
+	for gathering() {
+		max := min(l.cat.BatchSize, drainBatchEvents-n)
+		var more hms.Fetch
+		if ra := l.takeReadAhead(ctx, true, term.Token, l.lastSeen.Epoch, last, max, true, noBound); ra != nil {
+			more, err = ra.f, ra.fetchErr
+		} else {
+			more, err = l.fetch(ctx, last, max, true)
+		}
 		if err != nil || more.Continuity != hms.Contiguous || more.Last <= last {
 			break
 		}
+		n += len(more.Events) + more.Skipped
+		last = more.Last
+		readOn()
 		if err := l.decode(more.Events, &d); err != nil {
 			return 0, err
 		}
-		n += len(more.Events) + more.Skipped
-		last = more.Last
 	}
 	if last < cur {
 		// More is known to follow: read it while this batch is applied
 		// and committed.
-		l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound)
+		l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound, true)
 	}
 	if err := l.applyDecoded(ctx, &d, last, true); err != nil {
 		return 0, err

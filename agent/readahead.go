@@ -29,6 +29,11 @@ import (
 //     "nothing up to the current id", and the id it holds was read after the
 //     read-ahead's fetch, so it asks again.
 //
+// A master of a cluster-scope dialect gathering a backlog into one batch
+// (masterCycle) also keeps the next fetch of the batch in flight while it
+// decodes the current one: a read-ahead that only fetches, taken by the
+// gathering loop under the same rules.
+//
 // Bounded: at most one batch ahead (one fetch of at most batch_size events,
 // kept with what it decoded to), so a member holds at most two fetches. A
 // read-ahead not taken by the next step is cancelled and waited for, so it never
@@ -54,10 +59,11 @@ type readAhead struct {
 	decodedEvents bool  // f.Events were decoded into decoded
 }
 
-// startReadAhead starts fetching and decoding up to max events after after
-// (a follower: none above bound), ending with parent or the term;
-// committedEpoch is the committed epoch the starting step acted on.
-func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term, master bool, committedEpoch, after int64, max int, serverSkip bool, bound int64) {
+// startReadAhead starts fetching (and, with decode, decoding) up to max events
+// after after (a follower: none above bound), ending with parent or the term;
+// committedEpoch is the committed epoch the starting step acted on. Without
+// decode the step decodes what it takes, while the next fetch is in flight.
+func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term, master bool, committedEpoch, after int64, max int, serverSkip bool, bound int64, decode bool) {
 	l.discardReadAhead()
 	ctx, cancel := termContext(parent, term)
 	ra := &readAhead{
@@ -71,7 +77,7 @@ func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term,
 	go func() {
 		defer close(ra.done)
 		ra.f, ra.fetchErr = l.fetch(ctx, after, max, serverSkip)
-		if ra.fetchErr != nil || ra.f.Continuity != hms.Contiguous || len(ra.f.Events) == 0 {
+		if ra.fetchErr != nil || ra.f.Continuity != hms.Contiguous {
 			return
 		}
 		evs := ra.f.Events
@@ -82,8 +88,10 @@ func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term,
 		// What the step moves its cursor to is bounded by the last id
 		// read: not past the events dropped here.
 		ra.f.Last = min(ra.f.Last, bound)
-		ra.decodeErr = l.decodeUncounted(evs, &ra.decoded)
-		ra.decodedEvents = true
+		if decode && len(evs) > 0 {
+			ra.decodeErr = l.decodeUncounted(evs, &ra.decoded)
+			ra.decodedEvents = true
+		}
 	}()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms"
 )
@@ -355,4 +356,52 @@ func TestFollowerReadAheadNeverMovesPastWhatItKept(t *testing.T) {
 			t.Fatalf("FE received events out of order: %v", got)
 		}
 	}
+}
+
+// A doris master gathering a backlog into one batch decodes each fetch while
+// the next one is in flight, and still applies one batch, in order.
+func TestClusterMasterDecodesAFetchWhileTheNextIsRead(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	answered := map[int64]chan struct{}{10: make(chan struct{}), 20: make(chan struct{})}
+	log.onFetch = func(c fetchCall) {
+		if ch, ok := answered[c.after]; ok {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+	}
+	dec := hookDecoder{before: func(ev hms.Event) {
+		// The first event of the fetches after 0 and after 10: the fetch
+		// after them must be answered while they are decoded.
+		next := map[int64]int64{1: 10, 11: 20}[ev.ID]
+		if next == 0 {
+			return
+		}
+		select {
+		case <-answered[next]:
+		case <-time.After(10 * time.Second):
+			t.Errorf("event %d was decoded and the fetch after %d was never read meanwhile", ev.ID, next)
+		}
+	}}
+	r := newRig(t, log, store, rigOpts{batch: 10, scope: applier.ScopeCluster, decoder: dec})
+	r.becomeMaster()
+	r.run(10)
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want one gathered batch %v", got, want)
+	}
+	if want := []int64{30}; !slices.Equal(store.committed, want) {
+		t.Fatalf("commits %v; want %v", store.committed, want)
+	}
+	for _, after := range []int64{0, 10, 20} {
+		if n := fetchesAfter(log, after, false); n != 1 {
+			t.Errorf("%d fetches after %d; want 1", n, after)
+		}
+	}
+	r.checkFEHoldsLog(0, nil)
 }
