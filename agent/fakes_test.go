@@ -193,7 +193,6 @@ type memFE struct {
 	mu      sync.Mutex
 	scope   applier.Scope
 	applied int64
-	report  bool  // implements AppliedReporter's answer
 	askErr  error // what AppliedEventID fails with, if set
 	batches []change.Batch
 	// beforeApply, when set, runs before each batch is applied (outside
