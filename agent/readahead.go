@@ -129,9 +129,17 @@ func (ra *readAhead) decodedInto(l *catalogLoop, d *decoded) error {
 		l.countPoison(ra.decodeErr)
 		return ra.decodeErr
 	}
+	if d.changes == nil && d.applied == nil && d.skipped == nil {
+		*d = ra.decoded // nothing to merge with: no copy
+		return nil
+	}
 	d.changes = append(d.changes, ra.decoded.changes...)
-	d.applied = append(d.applied, ra.decoded.applied...)
-	d.skipped = append(d.skipped, ra.decoded.skipped...)
+	for _, c := range ra.decoded.applied {
+		d.applied.add(c.typ, c.n)
+	}
+	for _, c := range ra.decoded.skipped {
+		d.skipped.add(c.typ, c.n)
+	}
 	return nil
 }
 
