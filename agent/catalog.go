@@ -49,6 +49,12 @@ type catalogLoop struct {
 	haveLastSeen bool
 	lastSeenTerm election.Token
 
+	// poll spaces the master's polls of an idle log.
+	poll pollSchedule
+	// ahead is the next batch being fetched and decoded while the current
+	// one is applied (readahead.go); nil when none runs.
+	ahead *readAhead
+
 	// stepStart is when the current step began or last completed an external
 	// call (unix nanoseconds; 0 while waiting), for /livez (liveness.go).
 	stepStart atomic.Int64
@@ -87,7 +93,8 @@ type outcome int
 
 const (
 	again      outcome = iota // step again at once (draining a backlog)
-	idle                      // master caught up: wait the poll interval
+	idle                      // master caught up, the poll found nothing: wait (pollSchedule)
+	drained                   // master caught up after applying what the poll found: look again soon
 	waitMaster                // follower caught up with the master cursor: wait for it to move
 	paused                    // the pause key is set: wait for its removal
 )
@@ -100,6 +107,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	l := &catalogLoop{
 		a: a, cat: cat, log: log, own: -1, feSent: -1, refreshReason: "initial",
 		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
+		poll:  newPollSchedule(cat.BusyPollInterval, cat.PollInterval),
 	}
 	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
@@ -112,6 +120,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 // run is the catalog's loop: one step at a time in the current role, then a wait
 // chosen by the step's outcome, until ctx ends.
 func (l *catalogLoop) run(ctx context.Context) {
+	defer l.discardReadAhead()
 	bo := newBackoff(l.a.retry)
 	for ctx.Err() == nil {
 		// Take every wake-up channel before looking at the state they signal,
@@ -141,8 +150,8 @@ func (l *catalogLoop) run(ctx context.Context) {
 		l.clearErr()
 		switch out {
 		case again:
-		case idle:
-			l.waitIdle(ctx, began.Add(l.cat.PollInterval), roleChanged, pauseChanged)
+		case idle, drained:
+			l.waitIdle(ctx, began.Add(l.poll.after(out == drained)), roleChanged, pauseChanged)
 		case waitMaster:
 			// Event-driven: no timer, the etcd watch wakes the follower.
 			waitAny(ctx, nil, roleChanged, cursorMoved)
@@ -154,7 +163,16 @@ func (l *catalogLoop) run(ctx context.Context) {
 }
 
 // step runs one step in the current role.
-func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (outcome, error) {
+func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (out outcome, err error) {
+	l.dropReadAheadOfAnotherRole(term, master)
+	defer func() {
+		// A read-ahead serves only the step right after the one that
+		// started it, draining a backlog; after a failure the batch it
+		// follows is done again.
+		if err != nil || out != again {
+			l.discardReadAhead()
+		}
+	}()
 	if !l.ownLoaded {
 		if err := l.loadOwn(ctx); err != nil {
 			return 0, err
@@ -305,11 +323,10 @@ func (l *catalogLoop) updateLag() {
 	l.a.m.lagSeconds.WithLabelValues(l.cat.Name).Set(now.Sub(l.st.caughtUpAt).Seconds())
 }
 
-// waitIdle waits until the next poll is due: one poll interval after the step
-// that found the master caught up began, so that the metastore is read every
-// poll interval however long that step took to apply what it found (waiting a
-// whole interval after it would add the step's duration to every event's
-// latency). The master also wakes at once on a role or pause change, or when
+// waitIdle waits until the next poll is due: the schedule's wait (pollSchedule)
+// after the step that found the master caught up began, so that the metastore is
+// read at that cadence however long that step took to apply what it found
+// (waiting after it would add the step's duration to every event's latency). The master also wakes at once on a role or pause change, or when
 // someone else moved the master cursor (an operator's set or reset); its own
 // commits do not wake it.
 func (l *catalogLoop) waitIdle(ctx context.Context, due time.Time, roleChanged, pauseChanged <-chan struct{}) {

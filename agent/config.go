@@ -56,12 +56,16 @@ type Config struct {
 // Catalog is one metastore catalog synchronised into one FE catalog.
 type Catalog struct {
 	// Name is the FE's catalog name; it also names the cursor keys in etcd.
-	Name           string
-	Source         EventSource
-	Decoder        EventDecoder
-	BatchSize      int
-	PollInterval   time.Duration
-	SkipEventTypes []string
+	Name      string
+	Source    EventSource
+	Decoder   EventDecoder
+	BatchSize int
+	// PollInterval is the longest wait between the master's polls of the
+	// metastore (an idle log); BusyPollInterval the wait after a poll that
+	// found events, doubled by every poll that finds none (pollSchedule).
+	// Zero BusyPollInterval: 25 ms; at most PollInterval.
+	PollInterval, BusyPollInterval time.Duration
+	SkipEventTypes                 []string
 	// CallTimeout bounds each metastore call (zero: 30 s).
 	CallTimeout time.Duration
 	// Include and Exclude are patterns on "db.table" (on "db." for
@@ -122,6 +126,9 @@ func (c *Config) check() error {
 		}
 		if cat.PollInterval <= 0 {
 			errs = append(errs, fmt.Errorf("agent: catalog %q: poll interval %s, want > 0", cat.Name, cat.PollInterval))
+		}
+		if cat.BusyPollInterval < 0 || cat.BusyPollInterval > cat.PollInterval {
+			errs = append(errs, fmt.Errorf("agent: catalog %q: busy poll interval %s, want 0 (the default) up to the poll interval %s", cat.Name, cat.BusyPollInterval, cat.PollInterval))
 		}
 	}
 	if c.Scope != "" && c.Scope != applier.ScopeCluster && c.Scope != applier.ScopeLocal {

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
@@ -27,4 +29,35 @@ func BenchmarkDecodeAll(b *testing.B) {
 			b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
 		})
 	}
+}
+
+// BenchmarkDecodeBatch is what a step does with a fetch of 1000 events of the
+// project mix between the fetch and the FE: decode, filter, and count the
+// events by type (the apply itself left out).
+func BenchmarkDecodeBatch(b *testing.B) {
+	srv := hmstest.NewServer()
+	defer srv.Close()
+	if err := hmstest.Preload(srv, 1000, hmstest.BenchMix); err != nil {
+		b.Fatal(err)
+	}
+	evs := srv.Events()
+	a, err := New(Config{
+		Cluster: "c", Member: "m", Applier: &memFE{scope: "local", applied: -1}, Elector: &memElector{ch: make(chan struct{})}, Store: newMemStore(),
+		Catalogs: []Catalog{{Name: "hive", Source: &memLog{}, Decoder: hms.Decoder{}, BatchSize: 1000, PollInterval: time.Second}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := a.loops[0]
+	b.ReportAllocs()
+	for b.Loop() {
+		var d decoded
+		if err := l.decode(evs, &d); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.applyDecoded(context.Background(), &d, evs[len(evs)-1].ID, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
 }

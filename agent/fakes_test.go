@@ -39,6 +39,22 @@ type memLog struct {
 	afterCurrent func(*memLog)
 	// served records the highest id each fetch returned, and who asked.
 	served []int64
+	// calls counts the polls and fetches (get_current_notificationEventId,
+	// get_next_notification); the db uuid is not counted, since the
+	// production client reads it once per connection.
+	calls int
+	// fetches records every get_next_notification asked, in order;
+	// onFetch, when set, runs after each is answered (outside the lock).
+	fetches []fetchCall
+	onFetch func(fetchCall)
+}
+
+// fetchCall is one get_next_notification asked of a memLog.
+type fetchCall struct {
+	after      int64
+	max        int
+	serverSkip bool  // the skip list was sent
+	last       int64 // the highest id answered (after if none)
 }
 
 func (m *memLog) add(typ string, n int) {
@@ -70,6 +86,7 @@ func (m *memLog) current() int64 {
 
 func (m *memLog) CurrentEventID(context.Context) (int64, error) {
 	m.mu.Lock()
+	m.calls++
 	cur, hook := m.current(), m.afterCurrent
 	m.afterCurrent = nil
 	m.mu.Unlock()
@@ -86,9 +103,23 @@ func (m *memLog) MetastoreUUID(context.Context) (string, bool, error) {
 }
 
 // NextEvents classifies like hms.Client.NextEvents (SPEC §2 step 5).
-func (m *memLog) NextEvents(_ context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
+func (m *memLog) NextEvents(ctx context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
+	f, err := m.nextEvents(ctx, after, max, skip)
+	m.mu.Lock()
+	call := fetchCall{after: after, max: max, serverSkip: len(skip) > 0, last: f.Last}
+	m.fetches = append(m.fetches, call)
+	hook := m.onFetch
+	m.mu.Unlock()
+	if hook != nil {
+		hook(call)
+	}
+	return f, err
+}
+
+func (m *memLog) nextEvents(_ context.Context, after int64, max int, skip []string) (hms.Fetch, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.calls++
 	f := hms.Fetch{Last: after}
 	first := int64(-1)
 	for _, ev := range m.events {
@@ -143,6 +174,18 @@ func (memDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
 	return []change.Descriptor{{EventID: ev.ID, Op: change.RefreshTable, DB: ev.DB, Table: ev.Table}}, nil
 }
 
+// hookDecoder is a memDecoder that runs before, when set, ahead of each event.
+type hookDecoder struct {
+	before func(hms.Event)
+}
+
+func (h hookDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
+	if h.before != nil {
+		h.before(ev)
+	}
+	return memDecoder{}.Decode(ev)
+}
+
 // memFE is an FE that speaks like the native protocol: it keeps the last
 // to_event_id applied and the event ids it received since its last full
 // refresh.
@@ -154,6 +197,9 @@ type memFE struct {
 	// failNext, if set, is what the next Apply fails with (nothing applied).
 	failNext error
 	batches  []change.Batch
+	// beforeApply, when set, runs before each batch is applied (outside
+	// the lock); an error fails the apply, nothing applied.
+	beforeApply func(change.Batch) error
 }
 
 func (f *memFE) Dialect() string      { return "native" }
@@ -163,6 +209,14 @@ func (f *memFE) Check(context.Context) error {
 }
 
 func (f *memFE) Apply(_ context.Context, b change.Batch) error {
+	f.mu.Lock()
+	hook := f.beforeApply
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(b); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failNext; err != nil {
@@ -235,6 +289,7 @@ type memStore struct {
 	members         map[string][2]int64
 	memberWrites    map[string][]int64 // every value each member wrote
 	commits, rewind int
+	committed       []int64 // every value a fenced write committed, in order
 }
 
 func newMemStore() *memStore {
@@ -264,6 +319,7 @@ func (s *memStore) fenced(tok election.Token, lastSeen cursorstore.Cursor, value
 	}
 	s.rev++
 	s.cursor, s.cursorRev = value, s.rev
+	s.committed = append(s.committed, value)
 	if epoch != s.epoch || s.epochRev == 0 {
 		s.epoch, s.epochRev = epoch, s.rev
 	}
@@ -387,11 +443,12 @@ type rig struct {
 }
 
 type rigOpts struct {
-	scope  applier.Scope // default local
-	batch  int           // default 100
-	skip   []string
-	report bool // the FE answers AppliedEventID
-	member string
+	scope   applier.Scope // default local
+	batch   int           // default 100
+	skip    []string
+	report  bool // the FE answers AppliedEventID
+	member  string
+	decoder EventDecoder // default memDecoder
 }
 
 func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
@@ -411,9 +468,13 @@ func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
 		app = memReportingFE{fe}
 	}
 	el := &memElector{ch: make(chan struct{})}
+	var dec EventDecoder = memDecoder{}
+	if o.decoder != nil {
+		dec = o.decoder
+	}
 	a, err := New(Config{
 		Cluster: "c", Member: o.member, Applier: app, Scope: o.scope, Elector: el, Store: store,
-		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: memDecoder{}, BatchSize: o.batch,
+		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: dec, BatchSize: o.batch,
 			PollInterval: time.Second, SkipEventTypes: o.skip}},
 		Logger: zaptest.NewLogger(t),
 	})

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
 )
 
@@ -88,7 +89,13 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	}
 	// No skip list to the metastore: it would count only kept events
 	// towards max, and return events past the master cursor.
-	f, err := l.fetch(ctx, l.own, max, false)
+	var f hms.Fetch
+	pre := l.takeReadAhead(ctx, false, election.Token{}, m.Epoch, l.own, max, false, target)
+	if pre != nil {
+		f, err = pre.f, pre.fetchErr
+	} else {
+		f, err = l.fetch(ctx, l.own, max, false)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +125,24 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	if f.Last <= l.own {
 		to = target
 	}
-	if err := l.applyEvents(ctx, evs, to, true); err != nil {
+	if to < target {
+		// More is committed: read it while this batch is applied.
+		next := l.cat.BatchSize
+		if d := target - to; d < int64(next) {
+			next = int(d)
+		}
+		l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, next, false, target, true)
+	}
+	if pre != nil && pre.decodedEvents {
+		var d decoded
+		if err := pre.decodedInto(l, &d); err != nil {
+			return 0, err
+		}
+		err = l.applyDecoded(ctx, &d, to, true)
+	} else {
+		err = l.applyEvents(ctx, evs, to, true)
+	}
+	if err != nil {
 		return 0, err
 	}
 	l.setOwn(to)

@@ -21,7 +21,7 @@ import (
 func (l *catalogLoop) masterStep(parent context.Context, term election.Term) (outcome, error) {
 	ctx, cancel := termContext(parent, term)
 	defer cancel()
-	out, err := l.masterCycle(ctx, term)
+	out, err := l.masterCycle(ctx, parent, term)
 	if err != nil && ctx.Err() != nil && parent.Err() == nil {
 		// The term ended while the step was in flight: whatever the step was
 		// doing is abandoned, and the loop continues as a follower.
@@ -30,7 +30,9 @@ func (l *catalogLoop) masterStep(parent context.Context, term election.Term) (ou
 	return out, err
 }
 
-func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outcome, error) {
+// parent outlives the step (the loop's context): a read-ahead started by this
+// step runs on into the next one.
+func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Term) (outcome, error) {
 	if err := l.syncLastSeen(ctx, term); err != nil {
 		return 0, err
 	}
@@ -89,7 +91,13 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		return idle, l.commitWith(ctx, term, cur, uuid)
 	}
 
-	f, err := l.fetch(ctx, l.own, l.cat.BatchSize, true)
+	var f hms.Fetch
+	pre := l.takeReadAhead(ctx, true, term.Token, l.lastSeen.Epoch, l.own, l.cat.BatchSize, true, noBound)
+	if pre != nil {
+		f, err = pre.f, pre.fetchErr
+	} else {
+		f, err = l.fetch(ctx, l.own, l.cat.BatchSize, true)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -131,13 +139,10 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		if to < cur {
 			return again, nil
 		}
-		return idle, nil
+		// The log moved (by skipped events only): it is busy.
+		return drained, nil
 	}
 	last := f.Last
-	var d decoded
-	if err := l.decode(f.Events, &d); err != nil {
-		return 0, err
-	}
 	// Draining a backlog with a cluster-scope dialect (Doris), read on before
 	// applying, so that one batch covers up to drainBatchEvents events: the
 	// FE then gets one REFRESH per table for all of them rather than one per
@@ -147,19 +152,49 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 	// in between. With a local-scope dialect each commit releases the
 	// followers' own work, and applying costs one request per batch, so the
 	// master commits every fetch. Only the changes are kept between fetches,
-	// not the messages, so memory stays that of one fetch. Anything unusual
-	// in a further fetch (an error, a gap, nothing new) ends the batch; the
-	// next cycle deals with it.
-	for n := len(f.Events); l.a.scope == applier.ScopeCluster && last < cur && n < drainBatchEvents; {
-		more, err := l.fetch(ctx, last, min(l.cat.BatchSize, drainBatchEvents-n), true)
+	// not the messages, so memory stays that of two fetches: the one being
+	// decoded, and the next one, already in flight (a read-ahead that only
+	// fetches). Anything unusual in a further fetch (an error, a gap, nothing
+	// new) ends the batch; the next cycle deals with it.
+	n := len(f.Events)
+	gathering := func() bool { return l.a.scope == applier.ScopeCluster && last < cur && n < drainBatchEvents }
+	readOn := func() {
+		if gathering() {
+			l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, min(l.cat.BatchSize, drainBatchEvents-n), true, noBound, false)
+		}
+	}
+	var d decoded
+	readOn()
+	if pre != nil && pre.decodedEvents {
+		err = pre.decodedInto(l, &d)
+	} else {
+		err = l.decode(f.Events, &d)
+	}
+	if err != nil {
+		return 0, err
+	}
+	for gathering() {
+		max := min(l.cat.BatchSize, drainBatchEvents-n)
+		var more hms.Fetch
+		if ra := l.takeReadAhead(ctx, true, term.Token, l.lastSeen.Epoch, last, max, true, noBound); ra != nil {
+			more, err = ra.f, ra.fetchErr
+		} else {
+			more, err = l.fetch(ctx, last, max, true)
+		}
 		if err != nil || more.Continuity != hms.Contiguous || more.Last <= last {
 			break
 		}
+		n += len(more.Events) + more.Skipped
+		last = more.Last
+		readOn()
 		if err := l.decode(more.Events, &d); err != nil {
 			return 0, err
 		}
-		n += len(more.Events) + more.Skipped
-		last = more.Last
+	}
+	if last < cur {
+		// More is known to follow: read it while this batch is applied
+		// and committed.
+		l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound, true)
 	}
 	if err := l.applyDecoded(ctx, &d, last, true); err != nil {
 		return 0, err
@@ -172,7 +207,7 @@ func (l *catalogLoop) masterCycle(ctx context.Context, term election.Term) (outc
 		// A backlog: drain it without waiting.
 		return again, nil
 	}
-	return idle, nil
+	return drained, nil
 }
 
 // drainBatchEvents is how many events the master of a cluster-scope dialect

@@ -47,8 +47,12 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 	if err != nil {
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
 	}
+	var received typeCounts
 	for _, ev := range f.Events {
-		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, eventTypeLabel(ev.Type)).Inc()
+		received.add(eventTypeLabel(ev.Type), 1)
+	}
+	for _, c := range received {
+		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, c.typ).Add(float64(c.n))
 	}
 	if !serverSkip && len(l.cat.SkipEventTypes) > 0 {
 		kept := f.Events[:0]
@@ -81,20 +85,58 @@ func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64
 // fetches into one batch without keeping their messages in memory.
 type decoded struct {
 	changes []change.Descriptor
-	// applied and skipped are the types of the events that did and did not
-	// yield a change, for the counters once the batch is applied.
-	applied, skipped []string
+	// applied and skipped count the events that did and did not yield a
+	// change by type, for the counters once the batch is applied.
+	applied, skipped typeCounts
+}
+
+// typeCounts counts events by type. A fetch holds a handful of types, so a
+// short list costs less than a map, and the counters are then moved once per
+// type and batch rather than once per event.
+type typeCounts []typeCount
+
+type typeCount struct {
+	typ string
+	n   int
+}
+
+func (c *typeCounts) add(typ string, n int) {
+	for i := range *c {
+		if (*c)[i].typ == typ {
+			(*c)[i].n += n
+			return
+		}
+	}
+	*c = append(*c, typeCount{typ, n})
 }
 
 // decode decodes and filters evs into d. An event that cannot be decoded is a
 // *poisonError (the first one in the log's order, if there are several).
 func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
+	err := l.decodeUncounted(evs, d)
+	l.countPoison(err)
+	return err
+}
+
+// countPoison counts the event a decode error (a *poisonError) names.
+func (l *catalogLoop) countPoison(err error) {
+	if p, ok := err.(*poisonError); ok {
+		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, eventTypeLabel(p.eventType)).Inc()
+	}
+}
+
+// decodeUncounted is decode without counting a failure: a read-ahead's decode
+// error is counted when the step meets it, not when a read-ahead that may be
+// discarded does.
+func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded) error {
 	start := time.Now()
 	descs, bad, err := decodeAll(l.cat.Decoder, evs, runtime.GOMAXPROCS(0))
 	if err != nil {
 		ev := evs[bad]
-		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, eventTypeLabel(ev.Type)).Inc()
 		return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
+	}
+	if d.changes == nil {
+		d.changes = make([]change.Descriptor, 0, len(evs)) // about one change per event
 	}
 	for i, ev := range evs {
 		kept := false
@@ -105,9 +147,9 @@ func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
 			}
 		}
 		if kept {
-			d.applied = append(d.applied, eventTypeLabel(ev.Type))
+			d.applied.add(eventTypeLabel(ev.Type), 1)
 		} else {
-			d.skipped = append(d.skipped, eventTypeLabel(ev.Type))
+			d.skipped.add(eventTypeLabel(ev.Type), 1)
 		}
 	}
 	l.a.m.decodeSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
@@ -161,11 +203,11 @@ func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64, ap
 			return err
 		}
 	}
-	for _, t := range d.applied {
-		l.a.m.eventsApplied.WithLabelValues(l.cat.Name, t).Inc()
+	for _, c := range d.applied {
+		l.a.m.eventsApplied.WithLabelValues(l.cat.Name, c.typ).Add(float64(c.n))
 	}
-	for _, t := range d.skipped {
-		l.a.m.eventsSkipped.WithLabelValues(l.cat.Name, t).Inc()
+	for _, c := range d.skipped {
+		l.a.m.eventsSkipped.WithLabelValues(l.cat.Name, c.typ).Add(float64(c.n))
 	}
 	return nil
 }

@@ -39,6 +39,8 @@ stdout.`,
 			&cli.DurationFlag{Name: "fe-latency", Value: 2 * time.Millisecond, Usage: "time each fake FE takes per statement (doris) or batch (native)"},
 			&cli.IntFlag{Name: "batch-size", Value: 1000, Usage: "catalogs[].batch_size of the sidecars and of the raw fetch loop"},
 			&cli.DurationFlag{Name: "poll-interval", Value: time.Second, Usage: "catalogs[].poll_interval of the sidecars"},
+			&cli.DurationFlag{Name: "busy-poll-interval", Value: 25 * time.Millisecond, Usage: "catalogs[].busy_poll_interval of the sidecars (equal to --poll-interval: a fixed interval)"},
+			&cli.DurationFlag{Name: "idle", Value: 10 * time.Second, Usage: "length of the idle phase after the steady one, counting the metastore calls (0: none)"},
 			&cli.StringFlag{Name: "dialects", Value: "doris,native", Usage: "comma-separated dialects to measure"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of the table"},
 			&cli.StringFlag{Name: "json-file", Usage: "also write the JSON object to this file"},
@@ -48,6 +50,7 @@ stdout.`,
 			o := benchOptions{
 				events: c.Int("events"), steady: c.Duration("duration"), runs: c.Int("runs"), rate: c.Float64("rate"),
 				feLatency: c.Duration("fe-latency"), batchSize: c.Int("batch-size"), poll: c.Duration("poll-interval"),
+				busyPoll: c.Duration("busy-poll-interval"), idle: c.Duration("idle"),
 				dialects: splitList(c.String("dialects")), profileDir: c.String("profile-dir"),
 				command: "hmssync " + strings.Join(os.Args[1:], " "),
 			}
@@ -90,6 +93,8 @@ type benchOptions struct {
 	feLatency  time.Duration
 	batchSize  int
 	poll       time.Duration
+	busyPoll   time.Duration
+	idle       time.Duration
 	dialects   []string
 	profileDir string
 	command    string
@@ -111,6 +116,12 @@ func (o benchOptions) check() error {
 	}
 	if o.poll < 10*time.Millisecond || o.poll > time.Hour {
 		bad = append(bad, fmt.Sprintf("--poll-interval %s: want 10ms to 1h", o.poll))
+	}
+	if o.busyPoll < time.Millisecond || o.busyPoll > o.poll {
+		bad = append(bad, fmt.Sprintf("--busy-poll-interval %s: want 1ms up to --poll-interval %s", o.busyPoll, o.poll))
+	}
+	if o.idle < 0 {
+		bad = append(bad, fmt.Sprintf("--idle %s: want 0 or more", o.idle))
 	}
 	if o.feLatency < 0 {
 		bad = append(bad, fmt.Sprintf("--fe-latency %s: want 0 or more", o.feLatency))
@@ -138,7 +149,7 @@ func runBench(ctx context.Context, o benchOptions, progress io.Writer) (*benchRe
 	rep := &benchReport{
 		Machine: fmt.Sprintf("%d cores, %s", runtime.NumCPU(), machineDescription()), GoVersion: runtime.Version(),
 		LoadBefore: loadAverage(), Command: o.command, Events: o.events, Runs: o.runs, BatchSize: o.batchSize,
-		PollIntervalMS: millis(o.poll), FELatencyMS: millis(o.feLatency), SteadyRate: o.rate, SteadySeconds: o.steady.Seconds(),
+		PollIntervalMS: millis(o.poll), BusyPollIntervalMS: millis(o.busyPoll), IdleSeconds: o.idle.Seconds(), FELatencyMS: millis(o.feLatency), SteadyRate: o.rate, SteadySeconds: o.steady.Seconds(),
 		Dialects: map[string]*benchFigures{}, InFE: inFECeiling(),
 	}
 	say("load average %s on %s", rep.LoadBefore, rep.Machine)

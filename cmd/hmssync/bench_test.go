@@ -21,7 +21,7 @@ func TestBenchTinyRun(t *testing.T) {
 	app := newApp()
 	app.Writer, app.ErrWriter = &out, &progress
 	err := app.Run([]string{"hmssync", "bench", "--events", "300", "--batch-size", "100", "--runs", "1",
-		"--duration", "1s", "--rate", "200", "--poll-interval", "100ms", "--fe-latency", "1ms", "--json"})
+		"--duration", "1s", "--rate", "200", "--poll-interval", "100ms", "--fe-latency", "1ms", "--idle", "500ms", "--json"})
 	if err != nil {
 		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
 	}
@@ -52,10 +52,16 @@ func TestBenchTinyRun(t *testing.T) {
 		for _, k := range required {
 			num(f, k)
 		}
-		for _, k := range []string{"drain_events_per_sec", "follower_drain_events_per_sec", "raw_fetch_events_per_sec", "peak_rss_mib", "steady_events_per_sec"} {
+		for _, k := range []string{"drain_events_per_sec", "follower_drain_events_per_sec", "raw_fetch_events_per_sec", "peak_rss_mib", "steady_events_per_sec", "metastore_calls_per_idle_minute"} {
 			if v := num(f, k); v <= 0 {
 				t.Errorf("%s: %s = %v, want > 0", d, k, v)
 			}
+		}
+		// Idle, the master polls once per 100 ms poll interval (one more
+		// when the 500 ms window catches both ends): 720 a minute at most;
+		// polling at the 25 ms busy interval would be 2,400.
+		if v := num(f, "metastore_calls_per_idle_minute"); v > 720 {
+			t.Errorf("%s: %v metastore calls per idle minute at poll interval 100ms; want at most 720", d, v)
 		}
 		// The 300 events of the drain are in the log at once: the master
 		// reads them in three fetches of 100; a doris master applies and
@@ -145,14 +151,16 @@ func TestBenchTinyRun(t *testing.T) {
 func TestBenchTableNamesEveryFigure(t *testing.T) {
 	f := &benchFigures{DrainEPS: 25000, RawFetchEPS: 40000, DrainToRaw: 0.625, LagP99: 150, SteadyP99: 900, StatementsPerTable: 1, PeakRSSMiB: 30,
 		MasterStageMS: map[string]float64{}}
-	r := &benchReport{Command: "hmssync bench", PollIntervalMS: 1000, SteadyRate: 500, Runs: 3, Dialects: map[string]*benchFigures{"doris": f}, InFE: inFECeiling()}
+	f.IdleCallsPerMin = 60
+	r := &benchReport{Command: "hmssync bench", PollIntervalMS: 1000, IdleSeconds: 10, SteadyRate: 500, Runs: 3, Dialects: map[string]*benchFigures{"doris": f}, InFE: inFECeiling()}
 	var b bytes.Buffer
 	r.writeTable(&b)
 	for _, want := range []string{
 		"| 1. backlog drain, master (events/s) | 25,000 ✓ |",
 		"| 2. drain / raw | 0.62 ✓ |",
 		"follower lag after a master commit, p50 / p99 (ms) | 0.0 / 150.0 ✗ |",
-		"p99 ≤ 1100 ms |",
+		"0 / 900 ✗ | p99 ≤ 300 ms |",
+		"| 4. metastore calls per idle minute (polls and fetches) | 60.0 ✓ | ≤ 60 (one per poll interval) |",
 		"50 events/s; follower wake-up ≤ 10000 ms",
 	} {
 		if !strings.Contains(b.String(), want) {

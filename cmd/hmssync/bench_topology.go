@@ -58,6 +58,7 @@ type runSample struct {
 	steadyEvents         int64
 	steadyRate           float64
 	steadyLatencySubject string
+	idleCallsPerMin      float64 // metastore polls and fetches per minute of an idle log
 	httpAddrs            []string
 	lastEventID          int64              // the last event appended
 	memberCursors        []int64            // each member's cursor at the end
@@ -305,6 +306,14 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	env.say("%s: steady %d events at %.0f/s: latency p50 %.0f ms, p99 %.0f ms; follower lag p99 %.0f ms",
 		label, s.steadyEvents, s.steadyRate, percentile(s.steadyLatencyMS, 0.5), percentile(s.steadyLatencyMS, 0.99), percentile(s.steadyLagMS, 0.99))
 
+	if o.idle > 0 {
+		s.idleCallsPerMin, err = idleMetastoreCalls(ctx, hmsSrv, o)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", label, err)
+		}
+		env.say("%s: idle: %.1f metastore calls per minute", label, s.idleCallsPerMin)
+	}
+
 	leaderNow, err := electionLeader(ctx, env.cli, root)
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", label, err)
@@ -454,6 +463,9 @@ func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, h
 	if o.poll != 0 {
 		cat.PollInterval = o.poll
 	}
+	if o.busyPoll != 0 {
+		cat.BusyPoll = o.busyPoll
+	}
 	cfg.Catalogs = []catalogConfig{cat}
 	return cfg
 }
@@ -578,3 +590,32 @@ func perSecond(events int64, d time.Duration) float64 {
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// idleMetastoreCalls counts the calls the sidecars make to the metastore while
+// its log is idle, per minute: from two poll intervals after the steady phase
+// ended (the master's polls after its last events come closer together and
+// back off to the poll interval within less than that) for o.idle. The db uuid
+// is read once per connection and not counted.
+func idleMetastoreCalls(ctx context.Context, srv *hmstest.Server, o benchOptions) (float64, error) {
+	calls := func() int {
+		return srv.Calls("get_current_notificationEventId") + srv.Calls("get_next_notification")
+	}
+	wait := func(d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	if err := wait(2 * o.poll); err != nil {
+		return 0, err
+	}
+	before := calls()
+	if err := wait(o.idle); err != nil {
+		return 0, err
+	}
+	return float64(calls()-before) / o.idle.Minutes(), nil
+}

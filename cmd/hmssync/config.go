@@ -69,6 +69,7 @@ type catalogConfig struct {
 	HMSUser        string        `yaml:"hms_user"`
 	BatchSize      int           `yaml:"batch_size"`
 	PollInterval   time.Duration `yaml:"poll_interval"`
+	BusyPoll       time.Duration `yaml:"busy_poll_interval"`
 	SkipEventTypes []string      `yaml:"skip_event_types"`
 	Include        []string      `yaml:"include"`
 	Exclude        []string      `yaml:"exclude"`
@@ -77,6 +78,8 @@ type catalogConfig struct {
 type httpConfig struct {
 	Listen              string `yaml:"listen"`
 	AllowRemoteLogLevel bool   `yaml:"allow_remote_log_level"`
+	// Pprof is who may read /debug/pprof: off, loopback or any.
+	Pprof string `yaml:"pprof"`
 }
 
 type logConfig struct {
@@ -122,7 +125,7 @@ func defaultConfig() sidecarConfig {
 			HealthInterval: 5 * time.Second,
 			UnhealthyGrace: 30 * time.Second,
 		},
-		HTTP:            httpConfig{Listen: ":9108"},
+		HTTP:            httpConfig{Listen: ":9108", Pprof: "off"},
 		Log:             logConfig{Level: "info"},
 		Retry:           retryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second, AuthInterval: 30 * time.Second},
 		ShutdownTimeout: 10 * time.Second,
@@ -139,7 +142,21 @@ func catalogDefaults(name string) catalogConfig {
 		HMSTimeout:   30 * time.Second,
 		BatchSize:    1000,
 		PollInterval: time.Second,
+		BusyPoll:     busyPollUnset,
 	}
+}
+
+// busyPollUnset marks busy_poll_interval as not given: its default depends on
+// poll_interval, which is read after the defaults are laid (busyPollInterval).
+const busyPollUnset = -1
+
+// busyPollInterval is the catalog's busy_poll_interval: as given, else 25 ms
+// or poll_interval when that is shorter.
+func (c catalogConfig) busyPollInterval() time.Duration {
+	if c.BusyPoll == busyPollUnset {
+		return min(25*time.Millisecond, c.PollInterval)
+	}
+	return c.BusyPoll
 }
 
 // defaultMember is the member name when none is configured: the pod's name in
@@ -196,6 +213,9 @@ func loadConfig(src configSources) (sidecarConfig, secrets, error) {
 	}
 	if err := cfg.validate(); err != nil {
 		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
+	}
+	for i := range cfg.Catalogs {
+		cfg.Catalogs[i].BusyPoll = cfg.Catalogs[i].busyPollInterval() // the effective value, as --check-config prints it
 	}
 	sec, err := readSecrets(&cfg, src.Getenv)
 	if err != nil {

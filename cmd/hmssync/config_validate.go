@@ -178,6 +178,9 @@ func (c *sidecarConfig) validate() error {
 		if cat.PollInterval < 10*time.Millisecond || cat.PollInterval > time.Hour {
 			bad(k("poll_interval"), cat.PollInterval, "want a duration from 10ms to 1h")
 		}
+		if cat.BusyPoll != busyPollUnset && (cat.BusyPoll < time.Millisecond || cat.BusyPoll > cat.PollInterval) {
+			bad(k("busy_poll_interval"), cat.BusyPoll, fmt.Sprintf("want a duration from 1ms up to poll_interval (%s)", cat.PollInterval))
+		}
 		for j, t := range cat.SkipEventTypes {
 			if !eventTypeRe.MatchString(t) {
 				bad(fmt.Sprintf("catalogs[%d].skip_event_types[%d]", i, j), t, "want an HMS event type such as OPEN_TXN or ALLOC_WRITE_ID_EVENT (upper case)")
@@ -200,6 +203,11 @@ func (c *sidecarConfig) validate() error {
 		bad("http.listen", c.HTTP.Listen, "want host:port or :port, e.g. :9108")
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		bad("http.listen", c.HTTP.Listen, "want a port from 0 to 65535")
+	}
+	switch c.HTTP.Pprof { // agent.PprofAccess's values
+	case "off", "loopback", "any":
+	default:
+		bad("http.pprof", c.HTTP.Pprof, "want off, loopback (profiles for clients on this host only) or any")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -117,13 +117,14 @@ func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log 
 	if err != nil {
 		return fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
 	}
-	hs := agent.NewHTTPServer(sc.Agent.Handler(&agent.LogLevel{Level: &level, AllowRemote: cfg.HTTP.AllowRemoteLogLevel}))
+	pprofAccess := agent.PprofAccess(cfg.HTTP.Pprof)
+	hs := agent.NewHTTPServer(agent.WithPprof(sc.Agent.Handler(&agent.LogLevel{Level: &level, AllowRemote: cfg.HTTP.AllowRemoteLogLevel}), pprofAccess))
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", zap.Error(err))
 		}
 	}()
-	log.Info("http surface listening", zap.String("addr", ln.Addr().String()))
+	log.Info("http surface listening", zap.String("addr", ln.Addr().String()), zap.String("pprof", string(pprofAccess)))
 
 	// Whatever happens after the signal, the process ends within the shutdown
 	// timeout: an orchestrator waiting on a hung sidecar helps nobody.

@@ -112,7 +112,8 @@ http: {listen: %q}
 		code, body := get("/readyz")
 		return code == 200, body
 	})
-	for path, want := range map[string]int{"/livez": 200, "/master": 200, "/replica": 503} {
+	// /debug/pprof is opt-in (http.pprof): not served by default.
+	for path, want := range map[string]int{"/livez": 200, "/master": 200, "/replica": 503, "/debug/pprof/": 404, "/debug/pprof/goroutine": 404} {
 		if code, body := get(path); code != want {
 			t.Errorf("%s: %d %s, want %d", path, code, body, want)
 		}

@@ -105,7 +105,7 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 		sc.hms = append(sc.hms, hc)
 		cat := agent.Catalog{
 			Name: cc.Name, Source: hc, Decoder: hms.Decoder{Catalog: cc.HMSCatalog},
-			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, SkipEventTypes: cc.SkipEventTypes,
+			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.busyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
 			CallTimeout: cc.HMSTimeout,
 		}
 		for _, p := range cc.Include {

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"math"
+
+	"github.com/hmssync/hmssync/election"
+	"github.com/hmssync/hmssync/hms"
+)
+
+// The read-ahead overlaps reading the log with applying it. While a member
+// applies batch N and (the master) commits it, the fetch and decode of batch
+// N+1 run in a goroutine; the next step takes the result in place of its own
+// fetch and decode. Draining a backlog, the fetch and decode of one batch then
+// cost no wall time beyond the apply and commit of the previous one.
+//
+// What the step does with the result is exactly what it does with a fetch of
+// its own, in the same order: the checks it makes before fetching (pause,
+// lineage, the metastore's current id and identity, the FE's applied id) come
+// first, then a fetch error, a gap or a reset, then a decode error at the point
+// it decodes. It is taken only when it is the very fetch the step would make:
+//   - the same role and term (a role change discards it),
+//   - from the member's cursor as it is now, within the same epochs (own and
+//     committed: an epoch change discards it),
+//   - asking for no more than the step would, and for a follower ending at or
+//     below the master cursor the step acts on, so that a follower still never
+//     reads past it,
+//   - and not an answer with no event at all: the step would take that as
+//     "nothing up to the current id", and the id it holds was read after the
+//     read-ahead's fetch, so it asks again.
+//
+// A master of a cluster-scope dialect gathering a backlog into one batch
+// (masterCycle) also keeps the next fetch of the batch in flight while it
+// decodes the current one: a read-ahead that only fetches, taken by the
+// gathering loop under the same rules.
+//
+// Bounded: at most one batch ahead (one fetch of at most batch_size events,
+// kept with what it decoded to), so a member holds at most two fetches. A
+// read-ahead not taken by the next step is cancelled and waited for, so it never
+// outlives the step that could have used it (nor the loop).
+
+// readAhead is one fetch and decode running ahead of the step that will use it.
+type readAhead struct {
+	// What it was started for.
+	master        bool
+	term          election.Token // zero for a follower
+	ownEpoch      int64
+	masterEpoch   int64 // the committed epoch when it started
+	after         int64
+	max           int
+	serverSkip    bool
+	bound         int64 // a follower's master cursor; events above it are dropped
+	cancel        context.CancelFunc
+	done          chan struct{}
+	f             hms.Fetch // valid once done is closed
+	fetchErr      error
+	decoded       decoded
+	decodeErr     error // a *poisonError, not yet counted
+	decodedEvents bool  // f.Events were decoded into decoded
+}
+
+// startReadAhead starts fetching (and, with decode, decoding) up to max events
+// after after (a follower: none above bound), ending with parent or the term;
+// committedEpoch is the committed epoch the starting step acted on. Without
+// decode the step decodes what it takes, while the next fetch is in flight.
+func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term, master bool, committedEpoch, after int64, max int, serverSkip bool, bound int64, decode bool) {
+	l.discardReadAhead()
+	ctx, cancel := termContext(parent, term)
+	ra := &readAhead{
+		master: master, ownEpoch: l.ownEpoch, masterEpoch: committedEpoch,
+		after: after, max: max, serverSkip: serverSkip, bound: bound, cancel: cancel, done: make(chan struct{}),
+	}
+	if master {
+		ra.term = term.Token
+	}
+	l.ahead = ra
+	go func() {
+		defer close(ra.done)
+		ra.f, ra.fetchErr = l.fetch(ctx, after, max, serverSkip)
+		if ra.fetchErr != nil || ra.f.Continuity != hms.Contiguous {
+			return
+		}
+		evs := ra.f.Events
+		for len(evs) > 0 && evs[len(evs)-1].ID > bound {
+			evs = evs[:len(evs)-1]
+		}
+		ra.f.Events = evs
+		// What the step moves its cursor to is bounded by the last id
+		// read: not past the events dropped here.
+		ra.f.Last = min(ra.f.Last, bound)
+		if decode && len(evs) > 0 {
+			ra.decodeErr = l.decodeUncounted(evs, &ra.decoded)
+			ra.decodedEvents = true
+		}
+	}()
+}
+
+// takeReadAhead returns the read-ahead if it is the fetch the step is about to
+// make (see the file comment), waiting for it to finish; nil otherwise, after
+// discarding any other. committedEpoch is the committed epoch the step acts on.
+func (l *catalogLoop) takeReadAhead(ctx context.Context, master bool, term election.Token, committedEpoch, after int64, max int, serverSkip bool, bound int64) *readAhead {
+	ra := l.ahead
+	if ra == nil {
+		return nil
+	}
+	l.ahead = nil
+	if ra.master != master || (master && ra.term != term) || ra.ownEpoch != l.ownEpoch || ra.masterEpoch != committedEpoch ||
+		ra.after != after || ra.max > max || ra.serverSkip != serverSkip || ra.bound > bound {
+		ra.discard()
+		return nil
+	}
+	select {
+	case <-ra.done:
+	case <-ctx.Done():
+		ra.discard()
+		return nil
+	}
+	ra.cancel()
+	if ra.fetchErr == nil && ra.f.Continuity == hms.Contiguous && len(ra.f.Events) == 0 && ra.f.Last <= after {
+		return nil
+	}
+	return ra
+}
+
+// decodedInto hands what the read-ahead decoded to the step, as l.decode would
+// have: the decode error is counted now, when the step meets it.
+func (ra *readAhead) decodedInto(l *catalogLoop, d *decoded) error {
+	if ra.decodeErr != nil {
+		l.countPoison(ra.decodeErr)
+		return ra.decodeErr
+	}
+	if d.changes == nil && d.applied == nil && d.skipped == nil {
+		*d = ra.decoded // nothing to merge with: no copy
+		return nil
+	}
+	d.changes = append(d.changes, ra.decoded.changes...)
+	for _, c := range ra.decoded.applied {
+		d.applied.add(c.typ, c.n)
+	}
+	for _, c := range ra.decoded.skipped {
+		d.skipped.add(c.typ, c.n)
+	}
+	return nil
+}
+
+// discard cancels the read-ahead and waits for its goroutine to end.
+func (ra *readAhead) discard() {
+	ra.cancel()
+	<-ra.done
+}
+
+// discardReadAhead drops the loop's read-ahead, if any.
+func (l *catalogLoop) discardReadAhead() {
+	if l.ahead != nil {
+		l.ahead.discard()
+		l.ahead = nil
+	}
+}
+
+// dropReadAheadOfAnotherRole discards a read-ahead started in another role or
+// term than the step about to run.
+func (l *catalogLoop) dropReadAheadOfAnotherRole(term election.Term, master bool) {
+	if ra := l.ahead; ra != nil && (ra.master != master || (master && ra.term != term.Token)) {
+		l.discardReadAhead()
+	}
+}
+
+// noBound is a master read-ahead's bound: the master reads up to the
+// metastore's current id.
+const noBound = math.MaxInt64

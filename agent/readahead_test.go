@@ -1,0 +1,407 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/hms"
+)
+
+// Unit tests of the read-ahead (readahead.go): the next batch is read while the
+// current one is applied, and nothing is ever applied or committed out of
+// order, nor from a read-ahead of another role, term or epoch.
+
+// changeBatches are the FE's batches of changes (no full refreshes) as
+// (from, to] pairs, in the order it received them.
+func changeBatches(fe *memFE) [][2]int64 {
+	fe.mu.Lock()
+	defer fe.mu.Unlock()
+	var out [][2]int64
+	for _, b := range fe.batches {
+		if !b.FullRefresh {
+			out = append(out, [2]int64{b.From, b.To})
+		}
+	}
+	return out
+}
+
+// checkInOrder fails unless each batch starts where the one before ended.
+func checkInOrder(t *testing.T, bs [][2]int64) {
+	t.Helper()
+	for i := 1; i < len(bs); i++ {
+		if bs[i][0] != bs[i-1][1] {
+			t.Fatalf("batches out of order: %v (batch %d starts at %d, the one before ended at %d)", bs, i, bs[i][0], bs[i-1][1])
+		}
+	}
+}
+
+// fetchesAfter counts the fetches asked from after (serverSkip: with the skip list).
+func fetchesAfter(log *memLog, after int64, serverSkip bool) int {
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	n := 0
+	for _, f := range log.fetches {
+		if f.after == after && f.serverSkip == serverSkip {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitFetchDuringApply makes the FE hold each batch ending below cur until the
+// metastore has answered the fetch after it: the proof that the next batch is
+// read while this one is applied. It fails the test if that fetch does not
+// come within a bound (a read-ahead that does not overlap never comes).
+func awaitFetchDuringApply(t *testing.T, log *memLog, fe *memFE, cur int64) {
+	t.Helper()
+	answered := map[int64]chan struct{}{}
+	for id := int64(0); id <= cur; id++ {
+		answered[id] = make(chan struct{})
+	}
+	log.onFetch = func(c fetchCall) {
+		if ch, ok := answered[c.after]; ok {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+	}
+	fe.beforeApply = func(b change.Batch) error {
+		if b.FullRefresh || b.To >= cur {
+			return nil
+		}
+		select {
+		case <-answered[b.To]:
+		case <-time.After(10 * time.Second):
+			t.Errorf("batch (%d, %d] was applied and the events after %d were never read meanwhile", b.From, b.To, b.To)
+		}
+		return nil
+	}
+}
+
+func TestMasterReadsTheNextBatchWhileApplyingAndCommitsInOrder(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10})
+	awaitFetchDuringApply(t, log, r.fe, 30)
+	r.becomeMaster()
+	r.run(10)
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v", got, want)
+	}
+	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+		t.Fatalf("commits %v; want %v", store.committed, want)
+	}
+	for _, after := range []int64{0, 10, 20} {
+		if n := fetchesAfter(log, after, false); n != 1 {
+			t.Errorf("%d fetches after %d; want 1 (each read-ahead taken, nothing read twice)", n, after)
+		}
+	}
+	r.checkFEHoldsLog(0, nil)
+}
+
+func TestFollowerReadsTheNextBatchWhileApplying(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(30, 0)
+	seedMember(store, "f", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
+	awaitFetchDuringApply(t, log, r.fe, 30)
+	r.run(10)
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v", got, want)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.fetches) != 3 {
+		t.Fatalf("fetches %v; want three, one per batch", log.fetches)
+	}
+}
+
+// An event that cannot be decoded in the read-ahead fails the step that takes
+// it, after the batch before it was applied and committed: in order, as if
+// the step had read it itself; it is counted once.
+func TestReadAheadPoisonIsMetInOrder(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 10)
+	log.add("POISON", 1)
+	log.add("ALTER_TABLE", 9)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10})
+	r.becomeMaster()
+	r.showCommitted()
+	if out, err := r.step(); err != nil || out != again {
+		t.Fatalf("first step: %v, %v; want again", out, err)
+	}
+	if r.l.ahead == nil {
+		t.Fatal("no read-ahead after a batch with more events behind it")
+	}
+	r.showCommitted()
+	_, err := r.step()
+	var p *poisonError
+	if !errors.As(err, &p) || p.eventID != 11 {
+		t.Fatalf("second step: %v; want the poison event 11", err)
+	}
+	if got := changeBatches(r.fe); !slices.Equal(got, [][2]int64{{0, 10}}) || store.cursor != 10 {
+		t.Fatalf("FE batches %v, committed %d; want (0, 10] applied and committed before the poison event was met", got, store.cursor)
+	}
+	var failedCount dto.Metric
+	if err := r.a.m.eventsFailed.WithLabelValues("hive", eventTypeLabel("POISON")).Write(&failedCount); err != nil {
+		t.Fatal(err)
+	}
+	if n := failedCount.GetCounter().GetValue(); n != 1 {
+		t.Fatalf("events failed = %v; want 1", n)
+	}
+}
+
+// A batch whose apply fails is done again; the read-ahead started behind it is
+// discarded and nothing after it is applied or committed first.
+func TestReadAheadDiscardedWhenTheApplyFails(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10})
+	failed := false
+	r.fe.beforeApply = func(b change.Batch) error {
+		if b.To == 20 && !failed {
+			failed = true
+			return errors.New("FE answered 503")
+		}
+		return nil
+	}
+	r.becomeMaster()
+	for i := 0; i < 10; i++ {
+		r.showCommitted()
+		out, err := r.step()
+		if err == nil && out != again {
+			break
+		}
+		if err != nil && r.l.ahead != nil {
+			t.Fatalf("step failed (%v) and its read-ahead is still held", err)
+		}
+	}
+	if !failed {
+		t.Fatal("the apply never failed: the test says nothing")
+	}
+	got := changeBatches(r.fe)
+	checkInOrder(t, got)
+	if want := [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v", got, want)
+	}
+	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+		t.Fatalf("commits %v; want %v", store.committed, want)
+	}
+}
+
+// A master's read-ahead is not a follower's: after the role is lost the
+// follower reads for itself (without the skip list, never past the master
+// cursor).
+func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	skip := []string{"OPEN_TXN"}
+	r := newRig(t, log, store, rigOpts{batch: 10, skip: skip})
+	r.becomeMaster()
+	r.showCommitted()
+	if out, err := r.step(); err != nil || out != again {
+		t.Fatalf("master step: %v, %v; want again", out, err)
+	}
+	if r.l.ahead == nil || !r.l.ahead.master {
+		t.Fatal("no master read-ahead after a batch with more events behind it")
+	}
+	r.el.StepDown("test")
+	r.run(5) // the follower waits: the master cursor is its own, 10
+	if r.l.ahead != nil {
+		t.Fatal("the master's read-ahead is still held by the follower")
+	}
+	store.commitAs(25, 0) // another master moved on
+	r.run(10)
+	if n := fetchesAfter(log, 10, false); n != 1 {
+		t.Fatalf("%d follower fetches after 10 without the skip list; want 1 (its own read)", n)
+	}
+	got := changeBatches(r.fe)
+	checkInOrder(t, got)
+	if want := [][2]int64{{0, 10}, {10, 20}, {20, 25}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v", got, want)
+	}
+}
+
+// A new term does not take the read-ahead of the term before it.
+func TestReadAheadDiscardedOnNewTerm(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10})
+	r.becomeMaster()
+	r.showCommitted()
+	if _, err := r.step(); err != nil || r.l.ahead == nil {
+		t.Fatalf("master step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	}
+	r.becomeMaster() // lost and won again: a new token
+	r.run(10)
+	if n := fetchesAfter(log, 10, false); n != 2 {
+		t.Fatalf("%d fetches after 10; want 2 (the old term's read-ahead, then the new term's own read)", n)
+	}
+	checkInOrder(t, changeBatches(r.fe))
+	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+		t.Fatalf("commits %v; want %v", store.committed, want)
+	}
+	r.checkFEHoldsLog(0, nil)
+}
+
+// An operator lowering the cursor starts a new epoch: the master continues
+// after the operator's value, not from its read-ahead of the old lineage.
+func TestMasterReadAheadDiscardedOnEpochChange(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10})
+	r.becomeMaster()
+	r.showCommitted()
+	if _, err := r.step(); err != nil || r.l.ahead == nil {
+		t.Fatalf("master step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	}
+	store.operatorSet(5)
+	r.run(10)
+	got := changeBatches(r.fe)
+	if want := [][2]int64{{0, 10}, {5, 15}, {15, 25}, {25, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v (after the operator's 5, not from the read-ahead after 10)", got, want)
+	}
+	if store.epoch != 1 || store.cursor != 30 {
+		t.Fatalf("committed %d@%d; want 30 at epoch 1", store.cursor, store.epoch)
+	}
+}
+
+// A follower that read ahead in the old log and then finds a new epoch
+// committed (the master handled a log reset) full-refreshes and applies
+// nothing it read ahead.
+func TestFollowerReadAheadDiscardedOnEpochChange(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(30, 0)
+	seedMember(store, "f", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
+	r.showCommitted()
+	if _, err := r.step(); err != nil || r.l.ahead == nil {
+		t.Fatalf("follower step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	}
+	log.reset(25, "")
+	store.commitAs(25, 1)
+	r.run(10)
+	if r.fe.refreshes() != 1 {
+		t.Fatalf("FE full refreshes %d; want 1", r.fe.refreshes())
+	}
+	if got, at := r.fe.eventsSinceRefresh(); len(got) != 0 || at != 25 {
+		t.Fatalf("after the refresh as of %d the FE received %v; want a refresh as of 25 and nothing of the old log", at, got)
+	}
+	if r.l.ahead != nil {
+		t.Fatal("a read-ahead is still held")
+	}
+}
+
+// A follower's read-ahead stops at the master cursor it started under even
+// where the log has a hole in its ids, and the next step, under a higher
+// master cursor, moves only as far as that read went: the events beyond it
+// are still applied.
+func TestFollowerReadAheadNeverMovesPastWhatItKept(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 12)
+	for id := int64(17); id <= 40; id++ { // ids 13-16 never existed
+		log.events = append(log.events, hms.Event{ID: id, Type: "ALTER_TABLE", DB: "db", Table: fmt.Sprintf("t%d", id)})
+	}
+	store := newMemStore()
+	store.commitAs(19, 0)
+	seedMember(store, "f", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
+	r.showCommitted()
+	// Reads 1-10, and ahead 9 events after 10: 11, 12, 17-23, of which
+	// 20-23 are above the master cursor 19.
+	if _, err := r.step(); err != nil || r.l.ahead == nil {
+		t.Fatalf("follower step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	}
+	store.commitAs(40, 0) // the master moves on before the next step
+	r.run(10)
+	if r.l.own != 40 || r.fe.refreshes() != 0 {
+		t.Fatalf("follower at %d after %d full refreshes; want 40 without one", r.l.own, r.fe.refreshes())
+	}
+	checkInOrder(t, changeBatches(r.fe))
+	r.checkFEHoldsLog(0, nil)
+	got, _ := r.fe.eventsSinceRefresh()
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("FE received events out of order: %v", got)
+		}
+	}
+}
+
+// A doris master gathering a backlog into one batch decodes each fetch while
+// the next one is in flight, and still applies one batch, in order.
+func TestClusterMasterDecodesAFetchWhileTheNextIsRead(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	answered := map[int64]chan struct{}{10: make(chan struct{}), 20: make(chan struct{})}
+	log.onFetch = func(c fetchCall) {
+		if ch, ok := answered[c.after]; ok {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+	}
+	dec := hookDecoder{before: func(ev hms.Event) {
+		// The first event of the fetches after 0 and after 10: the fetch
+		// after them must be answered while they are decoded.
+		next := map[int64]int64{1: 10, 11: 20}[ev.ID]
+		if next == 0 {
+			return
+		}
+		select {
+		case <-answered[next]:
+		case <-time.After(10 * time.Second):
+			t.Errorf("event %d was decoded and the fetch after %d was never read meanwhile", ev.ID, next)
+		}
+	}}
+	r := newRig(t, log, store, rigOpts{batch: 10, scope: applier.ScopeCluster, decoder: dec})
+	r.becomeMaster()
+	r.run(10)
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want one gathered batch %v", got, want)
+	}
+	if want := []int64{30}; !slices.Equal(store.committed, want) {
+		t.Fatalf("commits %v; want %v", store.committed, want)
+	}
+	for _, after := range []int64{0, 10, 20} {
+		if n := fetchesAfter(log, after, false); n != 1 {
+			t.Errorf("%d fetches after %d; want 1", n, after)
+		}
+	}
+	r.checkFEHoldsLog(0, nil)
+}
