@@ -266,7 +266,10 @@ func configFiles(t *testing.T, m manifests) []string {
 		if !known[k] {
 			t.Errorf("the ConfigMap's sidecar.yaml sets %s, which examples/sidecar.yaml does not document", k)
 		}
-		if s, ok := v.(string); ok && strings.HasSuffix(k, "_file") && s != "" {
+		// Password and TLS files end in _file; a catalog's Kerberos files are
+		// its keytab and krb5_conf.
+		fileKey := strings.HasSuffix(k, "_file") || strings.HasSuffix(k, "hms_auth.keytab") || strings.HasSuffix(k, "hms_auth.krb5_conf")
+		if s, ok := v.(string); ok && fileKey && s != "" {
 			files = append(files, s)
 		}
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
@@ -68,7 +69,11 @@ func preflightTarget(cfg sidecarConfig, sec secrets) (preflight.Target, error) {
 		if err != nil {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}
-		t.Catalogs = append(t.Catalogs, preflight.Catalog{Name: cc.Name, URIs: cc.HMSURIs, Framed: cc.HMSFramed, TLS: tlsCfg,
+		krb, err := cc.HMSAuth.kerberosConfig(catalogAuthKey(i), os.Getenv)
+		if err != nil {
+			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
+		}
+		t.Catalogs = append(t.Catalogs, preflight.Catalog{Name: cc.Name, URIs: cc.HMSURIs, Framed: cc.HMSFramed, TLS: tlsCfg, Kerberos: krb,
 			UGIUser: cc.HMSUser, HMSCatalog: cc.HMSCatalog, Timeout: cc.HMSTimeout, Window: max(cc.BatchSize, 100)})
 	}
 	return t, nil

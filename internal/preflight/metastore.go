@@ -14,14 +14,21 @@ import (
 // notification log keeps events, and what the newest window of the log holds.
 func checkMetastore(ctx context.Context, c Catalog) []Result {
 	prefix := fmt.Sprintf("catalog %s: metastore %s", c.Name, strings.Join(c.URIs, ","))
+	if c.Kerberos != nil {
+		prefix += " (Kerberos as " + c.Kerberos.ClientPrincipal + ")"
+	}
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	cl, err := hms.NewClient(hms.ClientConfig{URIs: c.URIs, DialTimeout: min(timeout, 10*time.Second), CallTimeout: timeout,
-		Framed: c.Framed, TLS: c.TLS, UGIUser: c.UGIUser})
+		Framed: c.Framed, TLS: c.TLS, Kerberos: c.Kerberos, UGIUser: c.UGIUser})
 	if err != nil {
-		return []Result{fail(prefix, err.Error(), "check hms_uris (thrift://host:port)")}
+		fix := "check hms_uris (thrift://host:port)"
+		if hms.IsConfigError(err) {
+			fix = "fix what the error names in the catalog's hms_auth (mechanism, principals, keytab, krb5_conf)"
+		}
+		return []Result{fail(prefix, err.Error(), fix)}
 	}
 	defer cl.Close()
 
@@ -104,6 +111,12 @@ func describeWindow(ctx context.Context, cl *hms.Client, c Catalog, oldest, cur 
 func metastoreReachFix(c Catalog, err error) string {
 	msg := err.Error()
 	switch {
+	case hms.IsConfigError(err):
+		// Kerberos or SASL set up wrongly, here or on the metastore: the
+		// error itself names what (principal, keytab, KDC, sasl.enabled).
+		return "fix what the error names: the catalog's hms_auth (principals, keytab, krb5_conf), the KDC's principals, or the metastore's hive.metastore.sasl.enabled"
+	case c.Kerberos != nil && (strings.Contains(msg, "KDC") || strings.Contains(msg, "kerberos") || strings.Contains(msg, "Kerberos")):
+		return "Kerberos towards the metastore failed: is the KDC of krb5_conf reachable, and do the clocks agree? Check hms_auth and the error"
 	case strings.Contains(msg, "certificate") || strings.Contains(msg, "tls:") || strings.Contains(msg, "TLS"):
 		return "TLS towards the metastore failed: check hms_tls (ca_file signs the metastore's certificate, server_name matches it), or switch hms_tls.enabled off if the metastore has hive.metastore.use.SSL=false"
 	case c.TLS != nil:

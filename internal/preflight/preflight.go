@@ -19,6 +19,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hmssync/hmssync/hms"
 )
 
 // Target is what to check: the sidecar's configuration, already validated and
@@ -56,10 +58,12 @@ type FE struct {
 
 // Catalog is one catalog and its metastore.
 type Catalog struct {
-	Name       string
-	URIs       []string
-	Framed     bool
-	TLS        *tls.Config
+	Name   string
+	URIs   []string
+	Framed bool
+	TLS    *tls.Config
+	// Kerberos is the catalog's hms_auth when it names Kerberos (nil: none).
+	Kerberos   *hms.KerberosConfig
 	UGIUser    string
 	HMSCatalog string
 	Timeout    time.Duration
