@@ -144,27 +144,30 @@ func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
 				continue
 			}
 			cs.Epochs[catalog] = e.value
-		case kindMemberEpoch:
-			e, err := parseEpoch(key, kv, s.memberFix(member))
+		case kindMemberEpoch, kindMemberCursor:
+			// A member's durable cursor and the epoch it belongs to.
+			m := view(member)
+			var v int64
+			var err error
+			if kind == kindMemberEpoch {
+				var e epoch
+				e, err = parseEpoch(key, kv, s.memberFix(member))
+				v = e.value
+			} else {
+				var c Cursor
+				c, err = parseCursor(key, kv, s.memberFix(member))
+				v = c.Value
+			}
 			if err != nil {
 				cs.Problems = append(cs.Problems, err.Error())
-				view(member)
 				continue
 			}
-			m := view(member)
 			mc := m.Catalogs[catalog]
-			mc.StoredEpoch = &e.value
-			m.Catalogs[catalog] = mc
-		case kindMemberCursor:
-			c, err := parseCursor(key, kv, s.memberFix(member))
-			if err != nil {
-				cs.Problems = append(cs.Problems, err.Error())
-				view(member)
-				continue
+			if kind == kindMemberEpoch {
+				mc.StoredEpoch = &v
+			} else {
+				mc.StoredCursor = &v
 			}
-			m := view(member)
-			mc := m.Catalogs[catalog]
-			mc.StoredCursor = &c.Value
 			m.Catalogs[catalog] = mc
 		case kindStatus:
 			var st MemberStatus
