@@ -414,3 +414,50 @@ func TestKerberosClockSkew(t *testing.T) {
 		}
 	}
 }
+
+// A connection that breaks during the SASL negotiation (a metastore
+// restarting, a load balancer cutting) while the KDC is down must not throw
+// away the login: its cached tickets are what lets the client reconnect
+// until the KDC is back.
+func TestKerberosKeepsTicketsAcrossBrokenNegotiation(t *testing.T) {
+	k := newKerberized(t, kdctest.Options{})
+	good, goodURI := k.metastore(t, "localhost", sasltest.Acceptor{Subkey: true})
+	// The other metastore of hms_uris reads the START frame and hangs up.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.Read(make([]byte, 64))
+			c.Close()
+		}
+	}()
+	c := newClient(t, hms.ClientConfig{URIs: []string{goodURI, "thrift://" + ln.Addr().String()}, Kerberos: k.config(), DialTimeout: 3 * time.Second})
+	if _, err := c.CurrentEventID(ctxT(t)); err != nil {
+		t.Fatalf("with the KDC up: %v", err)
+	}
+
+	k.kdc.Stop()
+	good.Down()
+	// The good metastore is down, so the client tries the other, whose
+	// negotiation breaks.
+	if _, err := c.CurrentEventID(ctxT(t)); err == nil {
+		t.Fatal("CurrentEventID succeeded with the only SASL metastore down")
+	}
+	if err := good.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CurrentEventID(ctxT(t)); err != nil {
+		t.Errorf("with the metastore back and the KDC still down: %v; want a reconnection with the cached ticket", err)
+	}
+	if got := len(good.SASLClients()); got != 2 {
+		t.Errorf("metastore authenticated %d connections, want 2", got)
+	}
+}
