@@ -52,6 +52,11 @@ type harnessOpts struct {
 	poll     time.Duration // default 50ms
 	batch    int           // default 20
 	skip     []string      // catalogs' skip_event_types
+	// hms are options of the harness's metastore (e.g. hmstest.WithSASL).
+	hms []hmstest.Option
+	// kerberos, if set, is every member's hms_auth: with WithSASL in hms, the
+	// sidecars sync over Kerberos.
+	kerberos *hms.KerberosConfig
 }
 
 type harness struct {
@@ -84,7 +89,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	if o.batch == 0 {
 		o.batch = 20
 	}
-	h := &harness{t: t, o: o, etcd: etcdtest.New(t), hms: hmstest.NewServer()}
+	h := &harness{t: t, o: o, etcd: etcdtest.New(t), hms: hmstest.NewServer(o.hms...)}
 	t.Cleanup(h.hms.Close)
 	loader := func(ctx context.Context, catalog string) (fetest.Truth, error) { return h.hms.Snapshot(), nil }
 	feOpts := fetest.Options{User: "root", Password: fePassword, Loader: loader}
@@ -231,7 +236,8 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	if mo.hmsURI == "" {
 		mo.hmsURI = h.hms.URI()
 	}
-	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{mo.hmsURI}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second, Logger: log})
+	hc, err := hms.NewClient(hms.ClientConfig{URIs: []string{mo.hmsURI}, UGIUser: name, DialTimeout: time.Second, CallTimeout: 2 * time.Second,
+		Kerberos: h.o.kerberos, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,13 @@ func IsConfigError(err error) bool {
 func (k *kerberos) kdcHint(text, servicePrincipal string) (string, bool) {
 	who := k.cfg.ClientPrincipal
 	switch {
+	// First: a KDC refusing a skewed pre-authentication timestamp says
+	// "KRB_AP_ERR_SKEW ... PREAUTH_FAILED", which is not a keytab problem.
+	// gokrb5 reports a skew it finds in the KDC's reply (no pre-authentication)
+	// only as "clock skew with KDC too large".
+	case strings.Contains(text, "KRB_AP_ERR_SKEW"), strings.Contains(text, "KDC_ERR_SKEW"), strings.Contains(text, "clock skew"):
+		return "clock skew: the clocks of this host and of the KDC or the metastore differ by more than Kerberos allows " +
+			"(krb5.conf clockskew, 5 minutes by default): synchronise them (NTP)", true
 	case strings.Contains(text, "KDC_ERR_C_PRINCIPAL_UNKNOWN"):
 		return fmt.Sprintf("the KDC does not know the client principal %s: check hms_auth.client_principal", who), true
 	case strings.Contains(text, "KDC_ERR_S_PRINCIPAL_UNKNOWN"):
@@ -42,8 +49,6 @@ func (k *kerberos) kdcHint(text, servicePrincipal string) (string, bool) {
 		strings.Contains(text, "Decrypting_Error"), strings.Contains(text, "matching key not found in keytab"):
 		return fmt.Sprintf("the keys in hms_auth.keytab %s are not the KDC's current keys of %s (a stale key version, after a "+
 			"password change or a new ktadd?): export the principal's current keys again (ktadd -norandkey)", k.cfg.Keytab, who), true
-	case strings.Contains(text, "KRB_AP_ERR_SKEW"), strings.Contains(text, "KDC_ERR_SKEW"):
-		return "the clocks of this host and the KDC or the metastore differ by more than the allowed skew (5 minutes by default): synchronise them (NTP)", true
 	case strings.Contains(text, "KDC_ERR_CLIENT_REVOKED"):
 		return fmt.Sprintf("the KDC has disabled or locked %s", who), true
 	case strings.Contains(text, "KDC_ERR_ETYPE_NOSUPP"):

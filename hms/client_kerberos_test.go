@@ -370,3 +370,94 @@ func TestKerberosTicketCache(t *testing.T) {
 		t.Errorf("metastore authenticated %q, want other@%s second: the rewritten cache", got, kdctest.Realm)
 	}
 }
+
+// A KDC whose clock is two hours off (its host's NTP failed, or ours did):
+// the login fails with an error that names clock skew and says to synchronise
+// the clocks, whether the client notices the skew in the KDC's reply (no
+// pre-authentication) or the KDC refuses the client's timestamp (with it).
+// Once the clocks agree again the same client logs in.
+func TestKerberosClockSkew(t *testing.T) {
+	k := newKerberized(t, kdctest.Options{ClockOffset: 2 * time.Hour})
+	_, uri := k.metastore(t, "localhost", sasltest.Acceptor{})
+	k.kdc.AddPrincipal(t, "preauth")
+	preauth := k.config()
+	preauth.ClientPrincipal, preauth.Keytab = "preauth@"+k.kdc.Realm, k.kdc.Keytab(t, "preauth")
+	k.kdc.RequirePreauth(t, "preauth")
+	clients := map[string]*hms.Client{}
+	for name, cfg := range map[string]*hms.KerberosConfig{"no pre-authentication": k.config(), "pre-authentication": preauth} {
+		c := newClient(t, hms.ClientConfig{URIs: []string{uri}, Kerberos: cfg, DialTimeout: 3 * time.Second})
+		clients[name] = c
+		_, err := c.CurrentEventID(ctxT(t))
+		t.Logf("%s: %v", name, err)
+		// A configuration error, so that /readyz fails: retrying cannot help
+		// until someone fixes a clock, and an operator should be told now
+		// rather than find a sidecar retrying quietly for ever. The sidecar
+		// still retries (slowly), so it recovers by itself once NTP catches up.
+		if !hms.IsConfigError(err) {
+			t.Errorf("%s: got %v, want a configuration error", name, err)
+			continue
+		}
+		for _, w := range []string{"clock", "synchronise", "NTP"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\ndoes not mention %q", name, err, w)
+			}
+		}
+	}
+	k.kdc.Stop()
+	k.kdc.SetClockOffset(0)
+	if err := k.kdc.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range clients {
+		if _, err := c.CurrentEventID(ctxT(t)); err != nil {
+			t.Errorf("%s, after the clocks were synchronised: %v", name, err)
+		}
+	}
+}
+
+// A connection that breaks during the SASL negotiation (a metastore
+// restarting, a load balancer cutting) while the KDC is down must not throw
+// away the login: its cached tickets are what lets the client reconnect
+// until the KDC is back.
+func TestKerberosKeepsTicketsAcrossBrokenNegotiation(t *testing.T) {
+	k := newKerberized(t, kdctest.Options{})
+	good, goodURI := k.metastore(t, "localhost", sasltest.Acceptor{Subkey: true})
+	// The other metastore of hms_uris reads the START frame and hangs up.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.Read(make([]byte, 64))
+			c.Close()
+		}
+	}()
+	c := newClient(t, hms.ClientConfig{URIs: []string{goodURI, "thrift://" + ln.Addr().String()}, Kerberos: k.config(), DialTimeout: 3 * time.Second})
+	if _, err := c.CurrentEventID(ctxT(t)); err != nil {
+		t.Fatalf("with the KDC up: %v", err)
+	}
+
+	k.kdc.Stop()
+	good.Down()
+	// The good metastore is down, so the client tries the other, whose
+	// negotiation breaks.
+	if _, err := c.CurrentEventID(ctxT(t)); err == nil {
+		t.Fatal("CurrentEventID succeeded with the only SASL metastore down")
+	}
+	if err := good.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CurrentEventID(ctxT(t)); err != nil {
+		t.Errorf("with the metastore back and the KDC still down: %v; want a reconnection with the cached ticket", err)
+	}
+	if got := len(good.SASLClients()); got != 2 {
+		t.Errorf("metastore authenticated %d connections, want 2", got)
+	}
+}

@@ -2,6 +2,7 @@ package hms
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
@@ -26,13 +27,37 @@ func negotiateSASL(ctx context.Context, nt *netTransport, addr, uri string, krb 
 	defer stop()
 	tr := sasl.NewTransport(nt, sasl.Limits{Data: uint32(thriftConfig.MaxFrameSize)})
 	if err := tr.Negotiate(mech); err != nil {
-		// A ticket the metastore refused may have expired there (or the
-		// KDC's keys changed): the next connection starts from a fresh login.
-		krb.relogin()
+		if krb.refusedTicket(err) {
+			// A ticket the metastore refused may have expired there (or the
+			// KDC's keys changed): the next connection starts from a fresh login.
+			krb.relogin()
+		}
 		return nil, "", krb.negotiationError(uri, krb.servicePrincipal(host), err)
 	}
 	if mech.Layer() != nil {
 		return tr, "auth-int", nil
 	}
 	return tr, "auth", nil
+}
+
+// refusedTicket reports whether a failed negotiation is a refusal of the
+// client's tickets, which a fresh login may cure: the metastore rejected the
+// ticket (BAD, ERROR, a KRB-ERROR), or the KDC answered but would not give a
+// service ticket. A connection that broke, a metastore that timed out or does
+// not speak SASL, or a KDC that could not be reached is not: throwing the login
+// away then would also throw away the cached tickets that let the client
+// reconnect while the KDC is down.
+func (k *kerberos) refusedTicket(err error) bool {
+	var (
+		se *sasl.ServerError
+		ae *sasl.AcceptorError
+		te *sasl.TicketError
+	)
+	switch {
+	case errors.As(err, &se), errors.As(err, &ae):
+		return true
+	case errors.As(err, &te):
+		return k.unreachableHint(err) == ""
+	}
+	return false
 }

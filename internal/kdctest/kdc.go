@@ -43,6 +43,8 @@ type KDC struct {
 	mu     sync.Mutex
 	proc   *os.Process // nil while stopped
 	exited chan error  // receives krb5kdc's exit
+	// offset is how far the KDC's clock is from the host's (ClockOffset).
+	offset time.Duration
 }
 
 // Options shape the realm.
@@ -51,6 +53,20 @@ type Options struct {
 	MaxLife time.Duration
 	// MaxRenewableLife bounds renewal (max_renewable_life); default 7 days.
 	MaxRenewableLife time.Duration
+	// ClockOffset runs the KDC with its clock this far from the host's (under
+	// libfaketime), as a KDC or client host whose NTP has failed has it: beyond
+	// the allowed skew (5 minutes) Kerberos refuses. Start skips the test when
+	// Debian's faketime package is not installed.
+	ClockOffset time.Duration
+}
+
+// libfaketime are the places Debian's faketime package puts the library that
+// shifts a process's clock; it is preloaded into krb5kdc directly, rather than
+// through the faketime command, so that the process Stop kills is krb5kdc.
+var libfaketime = []string{
+	"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+	"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+	"/usr/lib/faketime/libfaketime.so.1",
 }
 
 // Start makes a realm and starts its KDC; t.Cleanup stops it. It skips t when
@@ -71,12 +87,17 @@ func Start(t testing.TB, opts Options) *KDC {
 	if opts.MaxRenewableLife == 0 {
 		opts.MaxRenewableLife = 7 * 24 * time.Hour
 	}
+	if opts.ClockOffset != 0 {
+		if faketimeLib() == "" {
+			t.Skipf("kdctest: libfaketime not found in %v (install Debian's faketime to run the clock-skew tests)", libfaketime)
+		}
+	}
 	dir := t.TempDir()
 	port, err := freePort()
 	if err != nil {
 		t.Fatalf("kdctest: %v", err)
 	}
-	k := &KDC{Realm: Realm, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, bins: bins}
+	k := &KDC{Realm: Realm, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, bins: bins, offset: opts.ClockOffset}
 	k.Krb5Conf = filepath.Join(dir, "krb5.conf")
 	kdcConf := filepath.Join(dir, "kdc.conf")
 	write(t, kdcConf, fmt.Sprintf(`[kdcdefaults]
@@ -186,6 +207,12 @@ func (k *KDC) Resume() error {
 	}
 	cmd := exec.Command(k.bins["krb5kdc"], "-n", "-r", k.Realm)
 	cmd.Env = k.env
+	if k.offset != 0 {
+		// DONT_FAKE_MONOTONIC: only the wall clock (what tickets carry) is
+		// shifted; the KDC's own timers keep working.
+		cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], "LD_PRELOAD="+faketimeLib(),
+			fmt.Sprintf("FAKETIME=%+d", int64(k.offset.Seconds())), "DONT_FAKE_MONOTONIC=1") // FAKETIME in seconds
+	}
 	cmd.Dir = k.dir
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
@@ -213,6 +240,33 @@ func (k *KDC) Resume() error {
 			return fmt.Errorf("krb5kdc did not listen on %s within 10s\n%s", k.Addr, stderr.String())
 		}
 	}
+}
+
+// SetClockOffset changes the KDC's clock offset (see Options.ClockOffset) from
+// its next Resume on: Stop, SetClockOffset(0), Resume is NTP fixing the clock.
+// Offsets other than 0 need a KDC started with one (so that faketime is known
+// to be installed).
+func (k *KDC) SetClockOffset(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.offset = d
+}
+
+// RequirePreauth makes the KDC demand pre-authentication (an encrypted
+// timestamp, which it checks against its clock) before it issues principal's
+// tickets, as production realms do.
+func (k *KDC) RequirePreauth(t testing.TB, principal string) {
+	t.Helper()
+	k.kadmin(t, "modprinc +requires_preauth "+principal)
+}
+
+func faketimeLib() string {
+	for _, p := range libfaketime {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 func lookPath(name string) (string, error) {

@@ -29,6 +29,9 @@
 #                       client principal stay up, not ready, naming what to fix
 #   kerberos kdc down   a sidecar started while the KDC is stopped retries in place and, once the
 #                       KDC is back, catches up without a full refresh
+#   kerberos kdc down, backlog
+#                       a backlog written while the sidecars hold (pause key) is drained with the
+#                       KDC stopped; once it is back they converge, no full refresh
 #   kerberos expiry     after the realm's short ticket lifetime has passed, the metastore restarts
 #                       (now with hadoop.rpc.protection=integrity) and the sidecars reconnect with
 #                       fresh tickets, negotiating QOP auth-int, and converge
