@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -51,7 +52,7 @@ stdout.`,
 				events: c.Int("events"), steady: c.Duration("duration"), runs: c.Int("runs"), rate: c.Float64("rate"),
 				feLatency: c.Duration("fe-latency"), batchSize: c.Int("batch-size"), poll: c.Duration("poll-interval"),
 				busyPoll: c.Duration("busy-poll-interval"), idle: c.Duration("idle"),
-				dialects: splitList(c.String("dialects")), profileDir: c.String("profile-dir"),
+				dialects: config.SplitList(c.String("dialects")), profileDir: c.String("profile-dir"),
 				command: "hmssync " + strings.Join(os.Args[1:], " "),
 			}
 			if err := o.check(); err != nil {

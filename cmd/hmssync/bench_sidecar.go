@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // The bench runs every sidecar as a child process of its own, started from the
@@ -46,7 +48,7 @@ func init() {
 func runBenchSidecar(cfgPath, profile string) int {
 	// The environment is not consulted: a user's HMSSYNC_… settings must not
 	// change what the bench measures.
-	cfg, sec, err := loadConfig(configSources{File: cfgPath, Getenv: func(string) string { return "" }})
+	cfg, sec, err := loadConfig(config.Sources{File: cfgPath, Getenv: func(string) string { return "" }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench sidecar:", err)
 		return 2
@@ -102,7 +104,7 @@ type benchChild struct {
 
 // startBenchChild writes cfg to dir and starts a sidecar process with it. Its
 // log (warnings and errors) goes to a file in dir, shown when a run fails.
-func startBenchChild(dir string, cfg sidecarConfig, profilePrefix string) (*benchChild, error) {
+func startBenchChild(dir string, cfg config.Config, profilePrefix string) (*benchChild, error) {
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench: configuration of %s: %w", cfg.Member, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // benchCatalog is the one catalog the bench synchronises.
@@ -134,7 +135,7 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 			return s, err
 		}
 		s.httpAddrs = append(s.httpAddrs, cfg.HTTP.Listen)
-		if err := cfg.validate(); err != nil {
+		if err := cfg.Validate(); err != nil {
 			return s, fmt.Errorf("%s: sidecar configuration: %w", label, err)
 		}
 		prefix := ""
@@ -446,16 +447,16 @@ func lagsMS(commits, follower cursorTrack) []float64 {
 // benchSidecarConfig is one sidecar's configuration: the production defaults but
 // for the addresses, the batch size and the poll interval the bench was given,
 // and quiet logs.
-func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, hmsURI string, o benchOptions) sidecarConfig {
-	cfg := defaultConfig()
+func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, hmsURI string, o benchOptions) config.Config {
+	cfg := config.Default()
 	cfg.Cluster = cluster
 	cfg.Member = member
 	cfg.Etcd.Endpoints = etcd
 	cfg.FE.URL = feURL
 	cfg.FE.Dialect = dialect
 	cfg.HTTP.Listen = "127.0.0.1:0"
-	cfg.Log = logConfig{Level: "warn", Format: "json"}
-	cat := catalogDefaults(benchCatalog)
+	cfg.Log = config.Log{Level: "warn", Format: "json"}
+	cat := config.CatalogDefaults(benchCatalog)
 	cat.HMSURIs = []string{hmsURI}
 	if o.batchSize != 0 {
 		cat.BatchSize = o.batchSize
@@ -466,7 +467,7 @@ func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, h
 	if o.busyPoll != 0 {
 		cat.BusyPoll = o.busyPoll
 	}
-	cfg.Catalogs = []catalogConfig{cat}
+	cfg.Catalogs = []config.Catalog{cat}
 	return cfg
 }
 

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/preflight"
 )
 
@@ -22,7 +22,7 @@ func checkCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			var rs []preflight.Result
-			cfg, sec, err := loadConfig(configSources{File: c.String("config")})
+			cfg, sec, err := loadConfig(config.Sources{File: c.String("config")})
 			if err == nil {
 				var t preflight.Target
 				if t, err = preflightTarget(cfg, sec); err == nil {
@@ -49,12 +49,12 @@ func checkCommand() *cli.Command {
 }
 
 // preflightTarget is what check checks, from a loaded configuration.
-func preflightTarget(cfg sidecarConfig, sec secrets) (preflight.Target, error) {
+func preflightTarget(cfg config.Config, sec config.Secrets) (preflight.Target, error) {
 	ec, err := sidecarEtcdConfig(cfg, sec, zap.NewNop())
 	if err != nil {
 		return preflight.Target{}, err
 	}
-	feClient, err := feHTTPClient(cfg.FE) // fe.tls, as run uses it
+	feClient, err := config.FEHTTPClient(cfg.FE) // fe.tls, as run uses it
 	if err != nil {
 		return preflight.Target{}, err
 	}
@@ -65,11 +65,11 @@ func preflightTarget(cfg sidecarConfig, sec secrets) (preflight.Target, error) {
 		FE: preflight.FE{URL: cfg.FE.URL, Dialect: cfg.FE.Dialect, User: cfg.FE.User, Password: sec.FEPassword, Timeout: cfg.FE.Timeout, Client: feClient},
 	}
 	for i, cc := range cfg.Catalogs {
-		tlsCfg, err := cc.HMSTLS.clientConfig(catalogTLSKey(i))
+		tlsCfg, err := cc.HMSTLS.ClientConfig(config.CatalogTLSKey(i))
 		if err != nil {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}
-		krb, err := cc.HMSAuth.kerberosConfig(catalogAuthKey(i), os.Getenv)
+		krb, err := kerberosConfig(cc.HMSAuth, config.CatalogAuthKey(i))
 		if err != nil {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}

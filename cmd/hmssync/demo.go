@@ -17,6 +17,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -69,7 +70,7 @@ const demoCatalog = "hive"
 type demoMember struct {
 	name string
 	fe   *fetest.Server
-	cfg  sidecarConfig
+	cfg  config.Config
 
 	mu     sync.Mutex
 	sc     *sidecar
@@ -138,7 +139,7 @@ func runDemo(ctx context.Context, o demoOptions) error {
 
 	members := make([]*demoMember, 3)
 	for i := range members {
-		cfg := defaultConfig()
+		cfg := config.Default()
 		cfg.Cluster = "demo"
 		cfg.Member = fmt.Sprintf("sidecar-%d", i+1)
 		cfg.Etcd.Endpoints = etcd.Endpoints()
@@ -149,12 +150,12 @@ func runDemo(ctx context.Context, o demoOptions) error {
 		cfg.FE.Timeout = 5 * time.Second
 		cfg.FE.HealthInterval = 200 * time.Millisecond
 		cfg.FE.UnhealthyGrace = 2 * time.Second
-		cat := catalogDefaults(demoCatalog)
+		cat := config.CatalogDefaults(demoCatalog)
 		cat.HMSURIs, cat.BatchSize, cat.PollInterval, cat.HMSTimeout = []string{hmsSrv.URI()}, 100, 100*time.Millisecond, 5*time.Second
-		cfg.Catalogs = []catalogConfig{cat}
-		cfg.Retry = retryConfig{Initial: 50 * time.Millisecond, Max: time.Second, AuthInterval: 2 * time.Second}
+		cfg.Catalogs = []config.Catalog{cat}
+		cfg.Retry = config.Retry{Initial: 50 * time.Millisecond, Max: time.Second, AuthInterval: 2 * time.Second}
 		cfg.HTTP.Listen = "127.0.0.1:0"
-		if err := cfg.validate(); err != nil {
+		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("demo configuration: %w", err)
 		}
 		members[i] = &demoMember{name: cfg.Member, fe: fes[i], cfg: cfg}
@@ -253,7 +254,7 @@ func masterOf(ms []*demoMember) *demoMember {
 }
 
 func (m *demoMember) start(ctx context.Context, log *zap.Logger) error {
-	sc, err := newSidecar(ctx, m.cfg, secrets{}, log, buildVersion())
+	sc, err := newSidecar(ctx, m.cfg, config.Secrets{}, log, buildVersion())
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.name, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/names"
 	"github.com/hmssync/hmssync/internal/redact"
 )
@@ -193,7 +194,7 @@ func etcdTargetFromFlags(c *cli.Context) (etcdTarget, error) {
 	}
 	// The same rule as run's (readPassword): the file if given, else the
 	// environment.
-	password, warns, err := readPassword(c.String("etcd-password-file"), "--etcd-password-file", "HMSSYNC_ETCD_PASSWORD", os.Getenv)
+	password, warns, err := config.ReadPassword(c.String("etcd-password-file"), "--etcd-password-file", "HMSSYNC_ETCD_PASSWORD", os.Getenv)
 	if err != nil {
 		return etcdTarget{}, err
 	}

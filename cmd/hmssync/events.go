@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 func eventsCommand() *cli.Command {
@@ -177,15 +178,15 @@ var tailFlags = map[string]string{
 // tailTLS reads the --tls* flags, with the same checks as a catalog's hms_tls;
 // unlike in the file, a --tls-* flag turns TLS on by itself.
 func tailTLS(c *cli.Context) (*tls.Config, error) {
-	t := hmsTLSConfig{
+	t := config.HMSTLS{
 		CAFile:             c.String("tls-ca"),
 		CertFile:           c.String("tls-cert"),
 		KeyFile:            c.String("tls-key"),
 		ServerName:         c.String("tls-server-name"),
 		InsecureSkipVerify: c.Bool("tls-insecure-skip-verify"),
 	}
-	t.Enabled = c.Bool("tls") || t.anySet()
-	return t.clientConfig(func(key string) string { return tailFlags[key] })
+	t.Enabled = c.Bool("tls") || t.AnySet()
+	return t.ClientConfig(func(key string) string { return tailFlags[key] })
 }
 
 // tail prints events after from until ctx ends; from < 0 starts at the current id.

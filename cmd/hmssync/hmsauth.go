@@ -1,71 +1,35 @@
 package main
 
 import (
-	"fmt"
+	"os"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
-// hmsAuthConfig is authentication towards a metastore: a catalog's hms_auth
-// keys, or the --auth* flags of `events tail`. Kerberos is SASL GSSAPI, what a
-// metastore with hive.metastore.sasl.enabled=true requires.
-type hmsAuthConfig struct {
-	Mechanism        string `yaml:"mechanism"`
-	ServicePrincipal string `yaml:"service_principal"`
-	ClientPrincipal  string `yaml:"client_principal"`
-	Keytab           string `yaml:"keytab"`
-	Krb5Conf         string `yaml:"krb5_conf"`
+// loadConfig is config.Load with the Kerberos check only the metastore client
+// can make (reading the krb5.conf and the keytab), so that `run`, `check` and
+// the bench's sidecar refuse a bad hms_auth at start, as one validation.
+func loadConfig(src config.Sources) (config.Config, config.Secrets, error) {
+	src.CheckKerberos = checkKerberos
+	return config.Load(src)
 }
 
-func (a hmsAuthConfig) anySet() bool {
-	return a.ServicePrincipal != "" || a.ClientPrincipal != "" || a.Keytab != "" || a.Krb5Conf != ""
+func checkKerberos(k config.Kerberos) error { return hms.CheckKerberos(hmsKerberos(k)) }
+
+func hmsKerberos(k config.Kerberos) hms.KerberosConfig {
+	return hms.KerberosConfig{ServicePrincipal: k.ServicePrincipal, ClientPrincipal: k.ClientPrincipal,
+		Keytab: k.Keytab, CCache: k.CCache, Krb5Conf: k.Krb5Conf}
 }
 
-// kerberosConfig checks the keys and returns the metastore client's Kerberos
-// configuration, nil for mechanism none. It reads the krb5.conf and the keytab
-// (or checks the ticket cache) so that a wrong path, a keytab without the
-// principal's key or a malformed principal stops start-up, not every connection.
-// name turns a key into what the user wrote; getenv reads KRB5_CONFIG and
-// KRB5CCNAME for the defaults.
-func (a hmsAuthConfig) kerberosConfig(name func(key string) string, getenv func(string) string) (*hms.KerberosConfig, error) {
-	switch a.Mechanism {
-	case "", "none":
-		if a.anySet() {
-			return nil, fmt.Errorf("%s = %q: want kerberos, since other %s keys are set; or remove them to connect without authentication",
-				name("mechanism"), a.Mechanism, name(""))
-		}
-		return nil, nil
-	case "kerberos":
-	default:
-		return nil, fmt.Errorf("%s = %q: want none or kerberos", name("mechanism"), a.Mechanism)
+// kerberosConfig is the metastore client's Kerberos configuration of a, nil for
+// mechanism none, checked as loadConfig checks it; name turns a key into what
+// the user wrote.
+func kerberosConfig(a config.HMSAuth, name func(key string) string) (*hms.KerberosConfig, error) {
+	k, err := a.Kerberos(name, os.Getenv, checkKerberos)
+	if err != nil || k == nil {
+		return nil, err
 	}
-	kc := &hms.KerberosConfig{
-		ServicePrincipal: a.ServicePrincipal,
-		ClientPrincipal:  a.ClientPrincipal,
-		Keytab:           a.Keytab,
-		Krb5Conf:         a.Krb5Conf,
-	}
-	if kc.Krb5Conf == "" {
-		kc.Krb5Conf = getenv("KRB5_CONFIG")
-	}
-	if kc.Krb5Conf == "" {
-		kc.Krb5Conf = "/etc/krb5.conf"
-	}
-	if kc.Keytab == "" {
-		kc.CCache = getenv("KRB5CCNAME")
-	}
-	if err := hms.CheckKerberos(*kc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name(""), err)
-	}
-	return kc, nil
-}
-
-// catalogAuthKey names a catalog's hms_auth key in errors.
-func catalogAuthKey(i int) func(string) string {
-	return func(key string) string {
-		if key == "" {
-			return fmt.Sprintf("catalogs[%d].hms_auth", i)
-		}
-		return fmt.Sprintf("catalogs[%d].hms_auth.%s", i, key)
-	}
+	kc := hmsKerberos(*k)
+	return &kc, nil
 }

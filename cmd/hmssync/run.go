@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hmssync/hmssync/agent"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -52,14 +53,14 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 (fe.password_file, etcd.password_file) or HMSSYNC_FE_PASSWORD / HMSSYNC_ETCD_PASSWORD.`,
 		Flags: flags,
 		Action: func(c *cli.Context) error {
-			src := configSources{File: c.String("config"), Getenv: os.Getenv, Flags: map[string]string{}}
+			src := config.Sources{File: c.String("config"), Getenv: os.Getenv, Flags: map[string]string{}}
 			for _, f := range runFlags {
 				if c.IsSet(f.name) {
 					src.Flags[f.key] = c.String(f.name)
 				}
 			}
 			if c.IsSet("hms-uris") {
-				src.HMSURIs = splitList(c.String("hms-uris"))
+				src.HMSURIs = config.SplitList(c.String("hms-uris"))
 			}
 			cfg, sec, err := loadConfig(src)
 			if err != nil {
@@ -93,7 +94,7 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 
 // runSidecarProcess runs one sidecar until ctx ends (a signal), with its HTTP
 // surface and, when configured, its embedded etcd.
-func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger, level zap.AtomicLevel) error {
+func runSidecarProcess(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Logger, level zap.AtomicLevel) error {
 	// finished disarms the shutdown watchdog below once everything, the
 	// embedded etcd included, has been closed.
 	finished := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -52,7 +53,7 @@ shutdown_timeout: 4s
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, sec, err := loadConfig(configSources{File: cfgFile, Getenv: func(string) string { return "" }})
+	cfg, sec, err := loadConfig(config.Sources{File: cfgFile, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // sidecar is one configured agent with the connections it owns. `run` builds one;
@@ -32,7 +32,7 @@ type sidecar struct {
 
 // newSidecar connects to etcd (checking it answers), builds the applier, the
 // election, the cursor store and one metastore client per catalog.
-func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger, version string) (*sidecar, error) {
+func newSidecar(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Logger, version string) (*sidecar, error) {
 	cli, err := sidecarEtcdClient(ctx, cfg, sec, log)
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 	// built from the applier, so the hook reaches it through this variable, set
 	// below before anything can apply.
 	var ag *agent.Agent
-	feClient, err := feHTTPClient(cfg.FE)
+	feClient, err := config.FEHTTPClient(cfg.FE)
 	if err != nil {
 		return nil, err // validated at load; a file may have changed since
 	}
@@ -86,14 +86,14 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 	maxCall := max(cfg.FE.Timeout, cfg.Etcd.RequestTimeout)
 	for i, cc := range cfg.Catalogs {
 		hmsLog := log.Named("hms").With(zap.String("catalog", cc.Name))
-		tlsCfg, err := cc.HMSTLS.clientConfig(catalogTLSKey(i))
+		tlsCfg, err := cc.HMSTLS.ClientConfig(config.CatalogTLSKey(i))
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", cc.Name, err) // validated at load; a file may have changed since
 		}
 		if cc.HMSTLS.InsecureSkipVerify {
 			hmsLog.Warn("hms_tls.insecure_skip_verify is on: the metastore's certificate is not checked; use it for testing only")
 		}
-		krb, err := cc.HMSAuth.kerberosConfig(catalogAuthKey(i), os.Getenv)
+		krb, err := kerberosConfig(cc.HMSAuth, config.CatalogAuthKey(i))
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", cc.Name, err) // validated at load; a file may have changed since
 		}
@@ -105,15 +105,15 @@ func newSidecar(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Lo
 		sc.hms = append(sc.hms, hc)
 		cat := agent.Catalog{
 			Name: cc.Name, Source: hc, Decoder: hms.Decoder{Catalog: cc.HMSCatalog},
-			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.busyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
+			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
 			CallTimeout: cc.HMSTimeout,
 		}
 		for _, p := range cc.Include {
-			re, _ := compileFull(p) // validated
+			re, _ := config.CompileFull(p) // validated
 			cat.Include = append(cat.Include, re)
 		}
 		for _, p := range cc.Exclude {
-			re, _ := compileFull(p)
+			re, _ := config.CompileFull(p)
 			cat.Exclude = append(cat.Exclude, re)
 		}
 		cats = append(cats, cat)
@@ -150,7 +150,7 @@ func (s *sidecar) Close() {
 
 // sidecarEtcdConfig is the etcd client configuration of cfg (endpoints, TLS,
 // credentials, timeouts), shared by the sidecar and `hmssync check`.
-func sidecarEtcdConfig(cfg sidecarConfig, sec secrets, log *zap.Logger) (clientv3.Config, error) {
+func sidecarEtcdConfig(cfg config.Config, sec config.Secrets, log *zap.Logger) (clientv3.Config, error) {
 	ec := clientv3.Config{
 		Endpoints:   cfg.Etcd.Endpoints,
 		DialTimeout: cfg.Etcd.DialTimeout,
@@ -178,7 +178,7 @@ func sidecarEtcdConfig(cfg sidecarConfig, sec secrets, log *zap.Logger) (clientv
 // any other: the sidecar starts anyway, stays not ready and keeps trying, as
 // sidecars already running ride the outage out; exiting would make a crash loop
 // under an orchestrator.
-func sidecarEtcdClient(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger) (*clientv3.Client, error) {
+func sidecarEtcdClient(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Logger) (*clientv3.Client, error) {
 	ec, err := sidecarEtcdConfig(cfg, sec, log)
 	if err != nil {
 		return nil, err
