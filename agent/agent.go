@@ -52,15 +52,16 @@ func New(cfg Config) (*Agent, error) {
 	if a.health == nil {
 		a.health = NewFEHealth(cfg.Applier, 5*time.Second, 5*time.Second, a.log)
 	}
-	a.health.mu.Lock()
-	a.health.onCheck = func(err error) {
-		if err == nil {
-			a.m.feHealthy.Set(1)
-		} else {
-			a.m.feHealthy.Set(0)
+	// Read at each scrape rather than pushed by the checker: the FEHealth is
+	// shared with the elector's gate and needs no hook of the agent's.
+	a.m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hmssync", Name: "fe_healthy", Help: "1 if the last FE check succeeded (reachable and authenticated).",
+	}, func() float64 {
+		if a.health.Healthy() {
+			return 1
 		}
-	}
-	a.health.mu.Unlock()
+		return 0
+	}))
 	a.pause = newPauseWatch(cfg.Store, a.m, a.log)
 	// SPEC §7's watch restarts: the store re-establishes its watches itself, so
 	// it is the one that counts them.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // kerberosFlags are the --auth* flags of the commands that reach a metastore
@@ -38,5 +39,5 @@ func kerberosFromFlags(c *cli.Context) (*hms.KerberosConfig, error) {
 	if a.AnySet() && !c.IsSet("auth") {
 		a.Mechanism = "kerberos"
 	}
-	return kerberosConfig(a, func(key string) string { return kerberosFlagNames[key] })
+	return sidecar.KerberosConfig(a, func(key string) string { return kerberosFlagNames[key] })
 }

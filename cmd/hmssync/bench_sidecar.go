@@ -16,12 +16,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // The bench runs every sidecar as a child process of its own, started from the
 // bench's own executable, so that each sidecar's CPU time and peak RSS are read
 // from the kernel for exactly that sidecar, and so that the sidecars run the
-// production code path (runSidecarProcess, as `hmssync run` does) without
+// production code path (sidecar.Run, as `hmssync run` does) without
 // sharing a heap or a scheduler with the fakes and the measuring code.
 //
 // A child is recognised by benchSidecarEnv in its environment, before the
@@ -48,12 +49,12 @@ func init() {
 func runBenchSidecar(cfgPath, profile string) int {
 	// The environment is not consulted: a user's HMSSYNC_… settings must not
 	// change what the bench measures.
-	cfg, sec, err := loadConfig(config.Sources{File: cfgPath, Getenv: func(string) string { return "" }})
+	cfg, sec, err := sidecar.LoadConfig(config.Sources{File: cfgPath, Getenv: func(string) string { return "" }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench sidecar:", err)
 		return 2
 	}
-	log, level, err := newLogger(cfg.Log.Level, cfg.Log.Format)
+	log, level, err := sidecar.NewLogger(cfg.Log.Level, cfg.Log.Format)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench sidecar:", err)
 		return 2
@@ -74,7 +75,7 @@ func runBenchSidecar(cfgPath, profile string) int {
 			return 2
 		}
 	}
-	err = runSidecarProcess(ctx, cfg, sec, log, level)
+	err = sidecar.Run(ctx, cfg, sec, log, level, buildVersion())
 	_ = log.Sync()
 	if profile != "" {
 		pprof.StopCPUProfile()

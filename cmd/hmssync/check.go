@@ -8,6 +8,7 @@ import (
 
 	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/preflight"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // checkCommand is the preflight: it loads the configuration as `run` does and
@@ -22,7 +23,7 @@ func checkCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			var rs []preflight.Result
-			cfg, sec, err := loadConfig(config.Sources{File: c.String("config")})
+			cfg, sec, err := sidecar.LoadConfig(config.Sources{File: c.String("config")})
 			if err == nil {
 				var t preflight.Target
 				if t, err = preflightTarget(cfg, sec); err == nil {
@@ -50,7 +51,7 @@ func checkCommand() *cli.Command {
 
 // preflightTarget is what check checks, from a loaded configuration.
 func preflightTarget(cfg config.Config, sec config.Secrets) (preflight.Target, error) {
-	ec, err := sidecarEtcdConfig(cfg, sec, zap.NewNop())
+	ec, err := sidecar.EtcdConfig(cfg, sec, zap.NewNop())
 	if err != nil {
 		return preflight.Target{}, err
 	}
@@ -69,7 +70,7 @@ func preflightTarget(cfg config.Config, sec config.Secrets) (preflight.Target, e
 		if err != nil {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}
-		krb, err := kerberosConfig(cc.HMSAuth, config.CatalogAuthKey(i))
+		krb, err := sidecar.KerberosConfig(cc.HMSAuth, config.CatalogAuthKey(i))
 		if err != nil {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 func demoCommand() *cli.Command {
@@ -73,7 +74,7 @@ type demoMember struct {
 	cfg  config.Config
 
 	mu     sync.Mutex
-	sc     *sidecar
+	sc     *sidecar.Sidecar
 	cancel context.CancelFunc
 	done   chan struct{}
 	state  string // running, killed
@@ -254,7 +255,7 @@ func masterOf(ms []*demoMember) *demoMember {
 }
 
 func (m *demoMember) start(ctx context.Context, log *zap.Logger) error {
-	sc, err := newSidecar(ctx, m.cfg, config.Secrets{}, log, buildVersion())
+	sc, err := sidecar.New(ctx, m.cfg, config.Secrets{}, log, buildVersion())
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.name, err)
 	}

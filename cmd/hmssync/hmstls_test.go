@@ -15,6 +15,7 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // tlsFiles writes the fake metastore's certificate (the CA a client trusts) and a
@@ -44,7 +45,7 @@ func TestHMSTLSConfigReachesTheMetastore(t *testing.T) {
 	connect := func(hmsTLS string) error {
 		t.Helper()
 		file := writeFile(t, fmt.Sprintf("catalogs:\n  - {name: hive, hms_uris: [%q], hms_tls: %s}\n", srv.URI(), hmsTLS))
-		cfg, _, err := loadConfig(config.Sources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
+		cfg, _, err := sidecar.LoadConfig(config.Sources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
 		if err != nil {
 			t.Fatalf("hms_tls %s: %v", hmsTLS, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 func freeAddr(t *testing.T) string {
@@ -79,13 +80,13 @@ http: {listen: %q}
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, sec, err := loadConfig(config.Sources{File: cfgFile, Getenv: func(string) string { return "" }})
+	cfg, sec, err := sidecar.LoadConfig(config.Sources{File: cfgFile, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runSidecarProcess(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel()) }()
+	go func() { done <- sidecar.Run(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel(), buildVersion()) }()
 	defer func() { cancel(); <-done }()
 
 	get := func(path string) (int, string) {

@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // A sidecar started while etcd does not answer (no quorum, not up yet) does not
@@ -53,7 +54,7 @@ shutdown_timeout: 4s
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, sec, err := loadConfig(config.Sources{File: cfgFile, Getenv: func(string) string { return "" }})
+	cfg, sec, err := sidecar.LoadConfig(config.Sources{File: cfgFile, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ shutdown_timeout: 4s
 	started := time.Now()
 	go func() {
 		defer close(exited)
-		runErr = runSidecarProcess(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel())
+		runErr = sidecar.Run(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel(), "test")
 	}()
 	defer func() { cancel(); <-exited }()
 
