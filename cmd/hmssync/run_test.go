@@ -182,25 +182,6 @@ http: {listen: %q}
 	t.Logf("stopped in %s", time.Since(start))
 }
 
-// The demo converges and reports success.
-func TestDemoConverges(t *testing.T) {
-	defer goleak.VerifyNone(t, leakIgnores...)
-	for _, d := range []string{"native", "doris"} {
-		t.Run(d, func(t *testing.T) {
-			var out strings.Builder
-			err := runDemo(context.Background(), demoOptions{dialect: d, workload: 2 * time.Second, rate: 100, failover: true, timeout: 40 * time.Second, out: &out})
-			if err != nil {
-				t.Fatalf("demo: %v\n%s", err, out.String())
-			}
-			for _, want := range []string{"killing the master", "took over as master", "converged"} {
-				if !strings.Contains(out.String(), want) {
-					t.Errorf("demo output lacks %q:\n%s", want, out.String())
-				}
-			}
-		})
-	}
-}
-
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
