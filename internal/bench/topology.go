@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const benchMembers = 3
 
 // benchEnv is what every run of one invocation shares.
 type benchEnv struct {
-	o    benchOptions
+	o    Options
 	etcd []string // embedded etcd's endpoints
 	cli  *clientv3.Client
 	tmpl *benchTemplate
@@ -74,7 +74,7 @@ type runSample struct {
 // drain, then the steady phase.
 func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (s runSample, err error) {
 	o := env.o
-	label := fmt.Sprintf("run %d/%d %s", run, o.runs, dialect)
+	label := fmt.Sprintf("run %d/%d %s", run, o.Runs, dialect)
 	hmsSrv := hmstest.NewServer()
 	defer hmsSrv.Close()
 
@@ -90,9 +90,9 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 			fes = append(fes, fe)
 		}
 	}
-	if o.feLatency > 0 {
+	if o.FELatency > 0 {
 		for _, fe := range fes {
-			fe.InjectFault(fetest.Fault{Delay: o.feLatency})
+			fe.InjectFault(fetest.Fault{Delay: o.FELatency})
 		}
 	}
 
@@ -139,10 +139,10 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 			return s, fmt.Errorf("%s: sidecar configuration: %w", label, err)
 		}
 		prefix := ""
-		if o.profileDir != "" {
-			prefix = filepath.Join(o.profileDir, fmt.Sprintf("%s-run%d-%s", dialect, run, cfg.Member))
+		if o.ProfileDir != "" {
+			prefix = filepath.Join(o.ProfileDir, fmt.Sprintf("%s-run%d-%s", dialect, run, cfg.Member))
 		}
-		if children[i], err = startBenchChild(runDir, cfg, prefix); err != nil {
+		if children[i], err = startBenchChild(runDir, o.SidecarArgs, cfg, prefix); err != nil {
 			return s, err
 		}
 		s.memberNames = append(s.memberNames, cfg.Member)
@@ -261,7 +261,7 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 		label, n, s.drainMasterEPS, minOf(s.drainFollowerEPS), s.drainBatches,
 		s.stageMS["fetch"], s.stageMS["decode"], s.stageMS["apply"], s.stageMS["commit"], 1000*float64(n)/float64(s.drainBatches)/s.drainMasterEPS)
 
-	// Steady state: events arrive at o.rate for o.steady.
+	// Steady state: events arrive at o.Rate for o.Steady.
 	var poller *fePoller
 	pctx, pcancel := context.WithCancel(ctx)
 	pollerDone := func() {}
@@ -274,9 +274,9 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 		return s, fmt.Errorf("%s: %w", label, err)
 	}
 	steadyStart := time.Now()
-	marks := appendAtRate(ctx, hmsSrv, env.tmpl.events, o.rate, o.steady)
+	marks := appendAtRate(ctx, hmsSrv, env.tmpl.events, o.Rate, o.Steady)
 	if len(marks) == 0 {
-		return s, fmt.Errorf("%s: the steady phase appended nothing (--duration %s too short for --rate %g?)", label, o.steady, o.rate)
+		return s, fmt.Errorf("%s: the steady phase appended nothing (--duration %s too short for --rate %g?)", label, o.Steady, o.Rate)
 	}
 	last := marks[len(marks)-1].last
 	s.steadyEvents = last - n
@@ -294,7 +294,7 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 		}
 		return true, alive()
 	}
-	if err := benchWait(ctx, 60*time.Second+2*o.poll, "the steady phase's last event on every member and FE", caughtUp); err != nil {
+	if err := benchWait(ctx, 60*time.Second+2*o.Poll, "the steady phase's last event on every member and FE", caughtUp); err != nil {
 		return s, fmt.Errorf("%s: %w", label, err)
 	}
 	pcancel()
@@ -307,7 +307,7 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	env.say("%s: steady %d events at %.0f/s: latency p50 %.0f ms, p99 %.0f ms; follower lag p99 %.0f ms",
 		label, s.steadyEvents, s.steadyRate, percentile(s.steadyLatencyMS, 0.5), percentile(s.steadyLatencyMS, 0.99), percentile(s.steadyLagMS, 0.99))
 
-	if o.idle > 0 {
+	if o.Idle > 0 {
 		s.idleCallsPerMin, err = idleMetastoreCalls(ctx, hmsSrv, o)
 		if err != nil {
 			return s, fmt.Errorf("%s: %w", label, err)
@@ -447,7 +447,7 @@ func lagsMS(commits, follower cursorTrack) []float64 {
 // benchSidecarConfig is one sidecar's configuration: the production defaults but
 // for the addresses, the batch size and the poll interval the bench was given,
 // and quiet logs.
-func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, hmsURI string, o benchOptions) config.Config {
+func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, hmsURI string, o Options) config.Config {
 	cfg := config.Default()
 	cfg.Cluster = cluster
 	cfg.Member = member
@@ -458,14 +458,14 @@ func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, h
 	cfg.Log = config.Log{Level: "warn", Format: "json"}
 	cat := config.CatalogDefaults(benchCatalog)
 	cat.HMSURIs = []string{hmsURI}
-	if o.batchSize != 0 {
-		cat.BatchSize = o.batchSize
+	if o.BatchSize != 0 {
+		cat.BatchSize = o.BatchSize
 	}
-	if o.poll != 0 {
-		cat.PollInterval = o.poll
+	if o.Poll != 0 {
+		cat.PollInterval = o.Poll
 	}
-	if o.busyPoll != 0 {
-		cat.BusyPoll = o.busyPoll
+	if o.BusyPoll != 0 {
+		cat.BusyPoll = o.BusyPoll
 	}
 	cfg.Catalogs = []config.Catalog{cat}
 	return cfg
@@ -595,9 +595,9 @@ func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisec
 // idleMetastoreCalls counts the calls the sidecars make to the metastore while
 // its log is idle, per minute: from two poll intervals after the steady phase
 // ended (the master's polls after its last events come closer together and
-// back off to the poll interval within less than that) for o.idle. The db uuid
+// back off to the poll interval within less than that) for o.Idle. The db uuid
 // is read once per connection and not counted.
-func idleMetastoreCalls(ctx context.Context, srv *hmstest.Server, o benchOptions) (float64, error) {
+func idleMetastoreCalls(ctx context.Context, srv *hmstest.Server, o Options) (float64, error) {
 	calls := func() int {
 		return srv.Calls("get_current_notificationEventId") + srv.Calls("get_next_notification")
 	}
@@ -611,12 +611,12 @@ func idleMetastoreCalls(ctx context.Context, srv *hmstest.Server, o benchOptions
 			return nil
 		}
 	}
-	if err := wait(2 * o.poll); err != nil {
+	if err := wait(2 * o.Poll); err != nil {
 		return 0, err
 	}
 	before := calls()
-	if err := wait(o.idle); err != nil {
+	if err := wait(o.Idle); err != nil {
 		return 0, err
 	}
-	return float64(calls()-before) / o.idle.Minutes(), nil
+	return float64(calls()-before) / o.Idle.Minutes(), nil
 }
