@@ -84,8 +84,9 @@ func New(cfg Config) (*Agent, error) {
 // loops stop (a batch in flight is abandoned; it is applied again later, which is
 // harmless), then the member leaves the election, which makes a master resign so
 // that a successor takes over at once. Every step of the shutdown is bounded, also
-// when etcd is unreachable: resignTimeout bounds leaving the election.
-func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
+// when etcd is unreachable: resignTimeout bounds leaving the election. Failures
+// while running are the loops' to retry and /readyz's to report, never Run's.
+func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) {
 	if resignTimeout <= 0 {
 		resignTimeout = 5 * time.Second
 	}
@@ -150,7 +151,6 @@ func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
 	stopBG()
 	bgWG.Wait()
 	a.log.Info("sidecar stopped")
-	return nil
 }
 
 // trackRole logs role changes and keeps the role metrics.
@@ -206,9 +206,9 @@ func (a *Agent) publishStatus(ctx context.Context) {
 
 func (a *Agent) memberStatus() cursorstore.MemberStatus {
 	s := a.Status()
-	ms := cursorstore.MemberStatus{Member: s.Member, Role: s.Role, FEURL: s.FE.URL, Version: s.Version, Catalogs: map[string]cursorstore.CatalogStatus{}}
+	ms := cursorstore.MemberStatus{Member: s.Member, Role: s.Role, FEURL: s.FE.URL, Version: s.Version, Catalogs: map[string]cursorstore.CatalogProgress{}}
 	for _, c := range s.Catalogs {
-		cs := cursorstore.CatalogStatus{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError}
+		cs := cursorstore.CatalogProgress{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError}
 		if c.LastErrorAt != nil {
 			cs.LastErrorTime = *c.LastErrorAt
 		}

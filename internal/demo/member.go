@@ -50,7 +50,7 @@ func (m *member) start(ctx context.Context, log *zap.Logger, version string) err
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = sc.Agent.Run(rctx, 2*time.Second)
+		sc.Agent.Run(rctx, 2*time.Second)
 	}()
 	m.mu.Lock()
 	m.sc, m.cancel, m.done, m.state = sc, cancel, done, "running"

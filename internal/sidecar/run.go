@@ -72,9 +72,9 @@ func Run(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		}
 	}()
 
-	err = sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
+	sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(sctx)
-	return err
+	return nil
 }
