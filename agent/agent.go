@@ -52,15 +52,16 @@ func New(cfg Config) (*Agent, error) {
 	if a.health == nil {
 		a.health = NewFEHealth(cfg.Applier, 5*time.Second, 5*time.Second, a.log)
 	}
-	a.health.mu.Lock()
-	a.health.onCheck = func(err error) {
-		if err == nil {
-			a.m.feHealthy.Set(1)
-		} else {
-			a.m.feHealthy.Set(0)
+	// Read at each scrape rather than pushed by the checker: the FEHealth is
+	// shared with the elector's gate and needs no hook of the agent's.
+	a.m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hmssync", Name: "fe_healthy", Help: "1 if the last FE check succeeded (reachable and authenticated).",
+	}, func() float64 {
+		if a.health.Healthy() {
+			return 1
 		}
-	}
-	a.health.mu.Unlock()
+		return 0
+	}))
 	a.pause = newPauseWatch(cfg.Store, a.m, a.log)
 	// SPEC §7's watch restarts: the store re-establishes its watches itself, so
 	// it is the one that counts them.
@@ -83,8 +84,9 @@ func New(cfg Config) (*Agent, error) {
 // loops stop (a batch in flight is abandoned; it is applied again later, which is
 // harmless), then the member leaves the election, which makes a master resign so
 // that a successor takes over at once. Every step of the shutdown is bounded, also
-// when etcd is unreachable: resignTimeout bounds leaving the election.
-func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
+// when etcd is unreachable: resignTimeout bounds leaving the election. Failures
+// while running are the loops' to retry and /readyz's to report, never Run's.
+func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) {
 	if resignTimeout <= 0 {
 		resignTimeout = 5 * time.Second
 	}
@@ -149,7 +151,6 @@ func (a *Agent) Run(ctx context.Context, resignTimeout time.Duration) error {
 	stopBG()
 	bgWG.Wait()
 	a.log.Info("sidecar stopped")
-	return nil
 }
 
 // trackRole logs role changes and keeps the role metrics.
@@ -205,9 +206,9 @@ func (a *Agent) publishStatus(ctx context.Context) {
 
 func (a *Agent) memberStatus() cursorstore.MemberStatus {
 	s := a.Status()
-	ms := cursorstore.MemberStatus{Member: s.Member, Role: s.Role, FEURL: s.FE.URL, Version: s.Version, Catalogs: map[string]cursorstore.CatalogStatus{}}
+	ms := cursorstore.MemberStatus{Member: s.Member, Role: s.Role, FEURL: s.FE.URL, Version: s.Version, Catalogs: map[string]cursorstore.CatalogProgress{}}
 	for _, c := range s.Catalogs {
-		cs := cursorstore.CatalogStatus{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError}
+		cs := cursorstore.CatalogProgress{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError}
 		if c.LastErrorAt != nil {
 			cs.LastErrorTime = *c.LastErrorAt
 		}

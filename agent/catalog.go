@@ -142,7 +142,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			}
 			wait := l.failed(err, bo)
 			if wait > 0 {
-				waitAny(ctx, time.NewTimer(wait), roleChanged)
+				waitAny(ctx, time.NewTimer(wait), roleChanged, nil)
 			}
 			continue
 		}
@@ -351,26 +351,19 @@ func (l *catalogLoop) waitIdle(ctx context.Context, due time.Time, roleChanged, 
 	}
 }
 
-// waitAny blocks until ctx ends, the timer fires (nil: no timer) or any channel is
-// closed.
-func waitAny(ctx context.Context, timer *time.Timer, chans ...<-chan struct{}) {
+// waitAny blocks until ctx ends, the timer fires (nil: no timer) or a or b is
+// closed (a nil channel never is).
+func waitAny(ctx context.Context, timer *time.Timer, a, b <-chan struct{}) {
 	var tc <-chan time.Time
 	if timer != nil {
 		defer timer.Stop()
 		tc = timer.C
 	}
-	var c1, c2 <-chan struct{}
-	if len(chans) > 0 {
-		c1 = chans[0]
-	}
-	if len(chans) > 1 {
-		c2 = chans[1]
-	}
 	select {
 	case <-ctx.Done():
 	case <-tc:
-	case <-c1:
-	case <-c2:
+	case <-a:
+	case <-b:
 	}
 }
 

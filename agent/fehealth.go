@@ -24,7 +24,6 @@ type FEHealth struct {
 	checked bool
 	err     error
 	at      time.Time
-	onCheck func(error) // metrics hook, set by the agent
 }
 
 // NewFEHealth checks ap every interval, each check bounded by timeout.
@@ -94,11 +93,7 @@ func (h *FEHealth) check(ctx context.Context) {
 	h.mu.Lock()
 	was, wasChecked := h.err, h.checked
 	h.err, h.checked, h.at = err, true, time.Now()
-	hook := h.onCheck
 	h.mu.Unlock()
-	if hook != nil {
-		hook(err)
-	}
 	switch {
 	case err != nil && isAuth(err):
 		h.log.Error("FE refused hmssync's credentials: check fe.user and the FE password (fe.password_file or HMSSYNC_FE_PASSWORD)", zap.Error(err))

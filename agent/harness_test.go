@@ -214,9 +214,7 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		}
 	}
 	fe := h.fes[i]
-	var ag *agent.Agent // set before Run, as `hmssync run` wires it
-	ap, err := applier.New(applier.Config{Dialect: h.o.dialect, URL: fe.URL, User: "root", Password: mo.password, Timeout: 2 * time.Second, Logger: log,
-		Observe: func(catalog string, err error) { ag.ObserveFERequest(catalog, err) }})
+	ap, err := applier.New(applier.Config{Dialect: h.o.dialect, URL: fe.URL, User: "root", Password: mo.password, Timeout: 2 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,15 +265,12 @@ func (h *harness) start(i int, mo memberOpts) *member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag = a
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{h: h, i: i, name: name, fe: fe, cli: cli, el: el, agent: a, hc: hc, logs: logs, cancel: cancel, done: make(chan struct{})}
 	m.http = httptest.NewServer(a.Handler(nil))
 	go func() {
 		defer close(m.done)
-		if err := a.Run(ctx, 3*time.Second); err != nil {
-			t.Errorf("%s: Run: %v", name, err)
-		}
+		a.Run(ctx, 3*time.Second)
 	}()
 	h.mu.Lock()
 	h.members = append(h.members, m)

@@ -34,7 +34,6 @@ type metrics struct {
 	role            *prometheus.GaugeVec   // role
 	leaderChanges   prometheus.Counter
 	fencedRejected  *prometheus.CounterVec // catalog, reason
-	feHealthy       prometheus.Gauge
 	paused          prometheus.Gauge
 	catalogPaused   *prometheus.GaugeVec // catalog
 	feAuthFailures  prometheus.Counter
@@ -89,11 +88,6 @@ func newMetrics() *metrics {
 			return c
 		}(),
 		fencedRejected: counter("fenced_write_rejections_total", "Fenced cursor commits etcd refused, by reason: not_leader, conflict, outcome_unknown, backwards, new_lineage.", "catalog", "reason"),
-		feHealthy: func() prometheus.Gauge {
-			g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hmssync", Name: "fe_healthy", Help: "1 if the last FE check succeeded (reachable and authenticated)."})
-			f(g)
-			return g
-		}(),
 		paused: func() prometheus.Gauge {
 			g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "hmssync", Name: "paused", Help: "1 while the pause key is present (the master does not advance)."})
 			f(g)

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms"
 )
@@ -235,14 +236,15 @@ func (l *catalogLoop) fullRefresh(ctx context.Context, reason string, to int64, 
 }
 
 // applyBatch sends one batch to the FE and times it. The FE's requests are
-// counted as the applier makes them (Agent.ObserveFERequest).
+// counted as the applier makes them (observeFERequest, handed to it with the
+// call: applier.WithObserver).
 func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	kind := "changes"
 	if b.FullRefresh {
 		kind = "full_refresh"
 	}
 	start := time.Now()
-	err := l.a.cfg.Applier.Apply(ctx, b)
+	err := l.a.cfg.Applier.Apply(applier.WithObserver(ctx, l.a.observeFERequest), b)
 	l.progressed()
 	l.a.m.applySeconds.WithLabelValues(l.cat.Name, kind).Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -260,9 +262,9 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	return nil
 }
 
-// ObserveFERequest counts one request the applier sent to the FE (a doris
-// statement, a native batch) by its outcome: wire it as applier.Config.Observe.
-func (a *Agent) ObserveFERequest(catalog string, err error) {
+// observeFERequest counts one request the applier sent to the FE (a doris
+// statement, a native batch) by its outcome.
+func (a *Agent) observeFERequest(catalog string, err error) {
 	a.progressedFE(catalog)
 	result := "ok"
 	if err != nil {

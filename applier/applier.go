@@ -72,17 +72,6 @@ type Config struct {
 	// deadline.
 	Client *http.Client
 	Logger *zap.Logger
-	// Observe, if set, is called after each request sent to the FE for Apply
-	// (each statement for doris, each batch for native) with the batch's
-	// catalog and the request's outcome (nil = success), for metrics. Only the
-	// applier knows how many statements a batch became.
-	Observe func(catalog string, err error)
-}
-
-func (c Config) observe(catalog string, err error) {
-	if c.Observe != nil {
-		c.Observe(catalog, err)
-	}
 }
 
 // New validates c and returns the Applier of its dialect.

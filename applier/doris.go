@@ -59,7 +59,7 @@ func (d *Doris) Apply(ctx context.Context, b change.Batch) error {
 	}
 	for _, stmt := range DorisStatements(b.Catalog, b) {
 		err := d.exec(ctx, stmt)
-		d.c.observe(b.Catalog, err)
+		observe(ctx, b.Catalog, err)
 		if err != nil {
 			return err
 		}

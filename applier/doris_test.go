@@ -285,14 +285,14 @@ func TestDorisObserveSeesEveryStatement(t *testing.T) {
 		failed  bool
 	}
 	var got []seen
-	a, err := New(Config{Dialect: DialectDoris, URL: fe.URL, User: "root", Timeout: 5 * time.Second,
-		Observe: func(catalog string, err error) { got = append(got, seen{catalog, err != nil}) }})
+	a, err := New(Config{Dialect: DialectDoris, URL: fe.URL, User: "root", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Two tables of one database: two REFRESH TABLE statements; the second fails.
 	b := ops(addP("d", "t1", "p=1"), addP("d", "t2", "p=1"))
-	if err := a.Apply(context.Background(), b); err == nil {
+	ctx := WithObserver(context.Background(), func(catalog string, err error) { got = append(got, seen{catalog, err != nil}) })
+	if err := a.Apply(ctx, b); err == nil {
 		t.Fatal("want the injected failure of the second statement")
 	}
 	want := []seen{{"hive", false}, {"hive", true}}

@@ -79,7 +79,7 @@ func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 	if errors.Is(err, errNotFound) {
 		err = &Error{Class: Configuration, Err: fmt.Errorf("the FE does not know catalog %q (create it on the FE, or fix catalogs[].name), or does not serve the hmssync native protocol v%d (use fe.dialect doris?): %w", b.Catalog, NativeVersion, err)}
 	}
-	n.c.observe(b.Catalog, err)
+	observe(ctx, b.Catalog, err)
 	if err != nil {
 		n.c.Logger.Debug("fe batch failed", zap.String("fe", n.c.URL), zap.String("request", what),
 			zap.Int("changes", len(b.Changes)), zap.Duration("duration", time.Since(start)), zap.Error(err))

@@ -19,17 +19,18 @@ const (
 // MemberStatus is what a member publishes at members/<member>/status, as JSON,
 // bound to its lease (it disappears within the lease TTL after the member dies).
 type MemberStatus struct {
-	Member   string                   `json:"member"`
-	Role     string                   `json:"role"`
-	FEURL    string                   `json:"fe_url"`
-	Version  string                   `json:"version"`
-	Catalogs map[string]CatalogStatus `json:"catalogs"`
+	Member   string                     `json:"member"`
+	Role     string                     `json:"role"`
+	FEURL    string                     `json:"fe_url"`
+	Version  string                     `json:"version"`
+	Catalogs map[string]CatalogProgress `json:"catalogs"`
 	// Time is when the status was written; the publisher sets it.
 	Time time.Time `json:"time"`
 }
 
-// CatalogStatus is one catalog's progress as the member sees it.
-type CatalogStatus struct {
+// CatalogProgress is one catalog's progress as the member publishes it in its
+// MemberStatus (agent.CatalogStatus is the fuller view of /status).
+type CatalogProgress struct {
 	Cursor int64 `json:"cursor"`
 	// Lag is how many events the member is behind: behind the master cursor for
 	// a follower, behind the HMS current event id for the master.

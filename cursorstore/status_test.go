@@ -57,7 +57,7 @@ func TestStatusPublisherBindsToALeaseAndRepublishesWhenItIsLost(t *testing.T) {
 	stop := runPublisher(t, p)
 	before := time.Now().UTC().Add(-time.Second)
 	p.Update(cursorstore.MemberStatus{Role: cursorstore.RoleFollower, FEURL: "http://127.0.0.1:8030", Version: "v1",
-		Catalogs: map[string]cursorstore.CatalogStatus{"hive": {Cursor: 90, Lag: 10}}})
+		Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 90, Lag: 10}}})
 
 	var lease clientv3.LeaseID
 	eventually(t, 10*time.Second, "status published", func() bool {
@@ -74,7 +74,7 @@ func TestStatusPublisherBindsToALeaseAndRepublishesWhenItIsLost(t *testing.T) {
 	}
 
 	// Updates are published.
-	p.Update(cursorstore.MemberStatus{Role: cursorstore.RoleMaster, Catalogs: map[string]cursorstore.CatalogStatus{"hive": {Cursor: 100}}})
+	p.Update(cursorstore.MemberStatus{Role: cursorstore.RoleMaster, Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 100}}})
 	eventually(t, 10*time.Second, "update published", func() bool {
 		st, _, _ := statusKV(t, srv.Client, key)
 		return st.Role == cursorstore.RoleMaster && st.Catalogs["hive"].Cursor == 100
@@ -129,7 +129,7 @@ func TestStatusesShowsMasterMembersCursorsLagAndProblems(t *testing.T) {
 	}
 	runPublisher(t, p)
 	p.Update(cursorstore.MemberStatus{Role: cursorstore.RoleFollower, FEURL: "http://fe-a:8030", Version: "v1",
-		Catalogs: map[string]cursorstore.CatalogStatus{"hive": {Cursor: 90, LastError: "FE timeout"}}})
+		Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 90, LastError: "FE timeout"}}})
 	eventually(t, 10*time.Second, "fe-a's status", func() bool { _, _, ok := statusKV(t, cli, s.StatusKey("fe-a")); return ok })
 
 	cs, err := s.Statuses(ctx)

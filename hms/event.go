@@ -19,9 +19,9 @@ type Event struct {
 	Catalog string `json:"catName,omitempty"`
 }
 
-// EventFromThrift converts the wire struct. Optional fields the server did not send
+// eventFromThrift converts the wire struct. Optional fields the server did not send
 // become empty strings, as they are in the JSON form.
-func EventFromThrift(t *hmsthrift.NotificationEvent) Event {
+func eventFromThrift(t *hmsthrift.NotificationEvent) Event {
 	return Event{
 		ID:      t.EventId,
 		Time:    t.EventTime,
@@ -32,28 +32,4 @@ func EventFromThrift(t *hmsthrift.NotificationEvent) Event {
 		Format:  t.GetMessageFormat(),
 		Catalog: t.GetCatName(),
 	}
-}
-
-// ThriftEvent converts e to the wire struct; empty optional fields are left unset,
-// as a metastore that has no value for them sends them.
-func ThriftEvent(e Event) *hmsthrift.NotificationEvent {
-	t := &hmsthrift.NotificationEvent{
-		EventId:   e.ID,
-		EventTime: e.Time,
-		EventType: e.Type,
-		Message:   e.Message,
-	}
-	if e.DB != "" {
-		t.DbName = &e.DB
-	}
-	if e.Table != "" {
-		t.TableName = &e.Table
-	}
-	if e.Format != "" {
-		t.MessageFormat = &e.Format
-	}
-	if e.Catalog != "" {
-		t.CatName = &e.Catalog
-	}
-	return t
 }

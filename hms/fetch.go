@@ -97,7 +97,7 @@ func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes
 			f.Skipped++
 			continue
 		}
-		f.Events = append(f.Events, EventFromThrift(t))
+		f.Events = append(f.Events, eventFromThrift(t))
 	}
 	switch {
 	case first < 0:

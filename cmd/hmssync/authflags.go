@@ -1,11 +1,11 @@
 package main
 
 import (
-	"os"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // kerberosFlags are the --auth* flags of the commands that reach a metastore
@@ -29,15 +29,15 @@ var kerberosFlagNames = map[string]string{
 // kerberosFromFlags reads the --auth* flags, with the same checks as a
 // catalog's hms_auth; a --auth-* flag turns Kerberos on by itself.
 func kerberosFromFlags(c *cli.Context) (*hms.KerberosConfig, error) {
-	a := hmsAuthConfig{
+	a := config.HMSAuth{
 		Mechanism:        c.String("auth"),
 		ServicePrincipal: c.String("auth-service-principal"),
 		ClientPrincipal:  c.String("auth-client-principal"),
 		Keytab:           c.String("auth-keytab"),
 		Krb5Conf:         c.String("auth-krb5-conf"),
 	}
-	if a.anySet() && !c.IsSet("auth") {
+	if a.AnySet() && !c.IsSet("auth") {
 		a.Mechanism = "kerberos"
 	}
-	return a.kerberosConfig(func(key string) string { return kerberosFlagNames[key] }, os.Getenv)
+	return sidecar.KerberosConfig(a, func(key string) string { return kerberosFlagNames[key] })
 }

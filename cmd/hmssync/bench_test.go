@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/urfave/cli/v2"
 	"go.uber.org/goleak"
 )
 
@@ -79,8 +81,8 @@ func TestBenchTinyRun(t *testing.T) {
 		if v := num(f, "etcd_master_cursor_puts_per_batch"); v != 1 {
 			t.Errorf("%s: %v master cursor writes per batch, want 1", d, v)
 		}
-		if v := num(f, "etcd_member_cursor_puts_per_batch"); v < benchMembers || v > 1+2*events/batch {
-			t.Errorf("%s: %v member cursor writes per batch, want %d to %d", d, v, benchMembers, 1+2*events/batch)
+		if v := num(f, "etcd_member_cursor_puts_per_batch"); v < benchSidecars || v > 1+2*events/batch {
+			t.Errorf("%s: %v member cursor writes per batch, want %d to %d", d, v, benchSidecars, 1+2*events/batch)
 		}
 		if w, parts := num(f, "etcd_writes_per_batch"), num(f, "etcd_master_cursor_puts_per_batch")+num(f, "etcd_member_cursor_puts_per_batch"); w < parts {
 			t.Errorf("%s: %v etcd writes per batch, fewer than the cursor writes alone (%v)", d, w, parts)
@@ -112,8 +114,8 @@ func TestBenchTinyRun(t *testing.T) {
 			t.Errorf("%s: last event %v, want beyond the %d of the backlog", d, last, events)
 		}
 		cursors, _ := f["member_cursors"].([]any)
-		if len(cursors) != benchMembers {
-			t.Errorf("%s: member cursors %v, want %d", d, f["member_cursors"], benchMembers)
+		if len(cursors) != benchSidecars {
+			t.Errorf("%s: member cursors %v, want %d", d, f["member_cursors"], benchSidecars)
 		}
 		for _, c := range cursors {
 			if c != last {
@@ -122,8 +124,8 @@ func TestBenchTinyRun(t *testing.T) {
 		}
 		if d == "native" {
 			applied, _ := f["fe_applied_event_ids"].([]any)
-			if len(applied) != benchMembers {
-				t.Errorf("native: FE applied ids %v, want %d", f["fe_applied_event_ids"], benchMembers)
+			if len(applied) != benchSidecars {
+				t.Errorf("native: FE applied ids %v, want %d", f["fe_applied_event_ids"], benchSidecars)
 			}
 			for _, a := range applied {
 				if a != last {
@@ -148,70 +150,23 @@ func TestBenchTinyRun(t *testing.T) {
 	}
 }
 
-func TestBenchTableNamesEveryFigure(t *testing.T) {
-	f := &benchFigures{DrainEPS: 25000, RawFetchEPS: 40000, DrainToRaw: 0.625, LagP99: 150, SteadyP99: 900, StatementsPerTable: 1, PeakRSSMiB: 30,
-		MasterStageMS: map[string]float64{}}
-	f.IdleCallsPerMin = 60
-	r := &benchReport{Command: "hmssync bench", PollIntervalMS: 1000, IdleSeconds: 10, SteadyRate: 500, Runs: 3, Dialects: map[string]*benchFigures{"doris": f}, InFE: inFECeiling()}
-	var b bytes.Buffer
-	r.writeTable(&b)
-	for _, want := range []string{
-		"| 1. backlog drain, master (events/s) | 25,000 ✓ |",
-		"| 2. drain / raw | 0.62 ✓ |",
-		"follower lag after a master commit, p50 / p99 (ms) | 0.0 / 150.0 ✗ |",
-		"0 / 900 ✗ | p99 ≤ 300 ms |",
-		"| 4. metastore calls per idle minute (polls and fetches) | 60.0 ✓ | ≤ 60 (one per poll interval) |",
-		"50 events/s; follower wake-up ≤ 10000 ms",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, b.String())
-		}
-	}
-}
+// benchSidecars is the number of sidecars of a bench topology: a master and
+// two followers.
+const benchSidecars = 3
 
-func TestMedianAndPercentile(t *testing.T) {
-	if m := median([]float64{5, 1, 3}); m != 3 {
-		t.Errorf("median(5,1,3) = %v, want 3", m)
-	}
-	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
-		t.Errorf("median(4,1,3,2) = %v, want 2.5", m)
-	}
-	if !math.IsNaN(median(nil)) {
-		t.Error("median of nothing should be NaN")
-	}
-	xs := make([]float64, 100)
-	for i := range xs {
-		xs[i] = float64(100 - i) // 100 … 1
-	}
-	// Nearest rank: p50 of 1…100 is the 50th value, p99 the 99th.
-	if p := percentile(xs, 0.5); p != 50 {
-		t.Errorf("p50 of 1…100 = %v, want 50", p)
-	}
-	if p := percentile(xs, 0.99); p != 99 {
-		t.Errorf("p99 of 1…100 = %v, want 99", p)
-	}
-	if p := percentile([]float64{7}, 0.99); p != 7 {
-		t.Errorf("p99 of one value = %v, want it", p)
-	}
-}
-
-func TestCursorTrackReached(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	tr := cursorTrack{{t0, 0}, {t0.Add(time.Second), 100}, {t0.Add(2 * time.Second), 250}}
-	for _, c := range []struct {
-		v    int64
-		at   time.Time
-		ok   bool
-		name string
-	}{
-		{0, t0, true, "exactly the first"},
-		{50, t0.Add(time.Second), true, "between two moves: the later"},
-		{250, t0.Add(2 * time.Second), true, "the last"},
-		{251, time.Time{}, false, "never reached"},
-	} {
-		at, ok := tr.reached(c.v)
-		if ok != c.ok || !at.Equal(c.at) {
-			t.Errorf("%s: reached(%d) = %v, %v; want %v, %v", c.name, c.v, at, ok, c.at, c.ok)
+// TestMain lets this test binary be the bench's sidecar processes too: the
+// bench starts them from its own executable as `hmssync bench sidecar`, which
+// here is this binary, so it runs the command instead of the tests.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == "sidecar" {
+		if err := newApp().Run(append([]string{"hmssync"}, os.Args[1:]...)); err != nil {
+			fmt.Fprintln(os.Stderr, "hmssync:", err)
+			if ec, ok := err.(cli.ExitCoder); ok {
+				os.Exit(ec.ExitCode())
+			}
+			os.Exit(1)
 		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
 }

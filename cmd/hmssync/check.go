@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/preflight"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // checkCommand is the preflight: it loads the configuration as `run` does and
@@ -22,7 +23,7 @@ func checkCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			var rs []preflight.Result
-			cfg, sec, err := loadConfig(configSources{File: c.String("config")})
+			cfg, sec, err := sidecar.LoadConfig(config.Sources{File: c.String("config")})
 			if err == nil {
 				var t preflight.Target
 				if t, err = preflightTarget(cfg, sec); err == nil {
@@ -49,12 +50,12 @@ func checkCommand() *cli.Command {
 }
 
 // preflightTarget is what check checks, from a loaded configuration.
-func preflightTarget(cfg sidecarConfig, sec secrets) (preflight.Target, error) {
-	ec, err := sidecarEtcdConfig(cfg, sec, zap.NewNop())
+func preflightTarget(cfg config.Config, sec config.Secrets) (preflight.Target, error) {
+	ec, err := sidecar.EtcdConfig(cfg, sec, zap.NewNop())
 	if err != nil {
 		return preflight.Target{}, err
 	}
-	feClient, err := feHTTPClient(cfg.FE) // fe.tls, as run uses it
+	feClient, err := config.FEHTTPClient(cfg.FE) // fe.tls, as run uses it
 	if err != nil {
 		return preflight.Target{}, err
 	}
@@ -65,11 +66,11 @@ func preflightTarget(cfg sidecarConfig, sec secrets) (preflight.Target, error) {
 		FE: preflight.FE{URL: cfg.FE.URL, Dialect: cfg.FE.Dialect, User: cfg.FE.User, Password: sec.FEPassword, Timeout: cfg.FE.Timeout, Client: feClient},
 	}
 	for i, cc := range cfg.Catalogs {
-		tlsCfg, err := cc.HMSTLS.clientConfig(catalogTLSKey(i))
+		tlsCfg, err := cc.HMSTLS.ClientConfig(config.CatalogTLSKey(i))
 		if err != nil {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}
-		krb, err := cc.HMSAuth.kerberosConfig(catalogAuthKey(i), os.Getenv)
+		krb, err := sidecar.KerberosConfig(cc.HMSAuth, config.CatalogAuthKey(i))
 		if err != nil {
 			return preflight.Target{}, fmt.Errorf("catalog %s: %w", cc.Name, err)
 		}

@@ -15,9 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/applier/fetest"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // devFECommand runs the fake Doris FE of applier/fetest as a process: one
@@ -54,7 +56,7 @@ func devFECommand() *cli.Command {
 }
 
 func runDevFE(c *cli.Context) error {
-	log, _, err := newLogger(c.String("log-level"), "")
+	log, _, err := sidecar.NewLogger(c.String("log-level"), "")
 	if err != nil {
 		return err
 	}

@@ -6,49 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
 )
-
-func TestNewEtcdClientValidates(t *testing.T) {
-	ok := etcdClientConfig{Endpoints: []string{"http://127.0.0.1:2379"}, DialTimeout: time.Second, RequestTimeout: time.Second}
-	cases := map[string]func(*etcdClientConfig){
-		"no endpoints":        func(c *etcdClientConfig) { c.Endpoints = nil },
-		"bad scheme":          func(c *etcdClientConfig) { c.Endpoints = []string{"ftp://x:1"} },
-		"path in host:port":   func(c *etcdClientConfig) { c.Endpoints = []string{"x:1/a"} },
-		"user no password":    func(c *etcdClientConfig) { c.Username = "u" },
-		"password no user":    func(c *etcdClientConfig) { c.Password = "p" },
-		"cert without key":    func(c *etcdClientConfig) { c.CertFile = "c.pem" },
-		"missing CA file":     func(c *etcdClientConfig) { c.CAFile = filepath.Join(t.TempDir(), "none.pem") },
-		"zero dial timeout":   func(c *etcdClientConfig) { c.DialTimeout = 0 },
-		"zero request timout": func(c *etcdClientConfig) { c.RequestTimeout = 0 },
-	}
-	for name, mutate := range cases {
-		cfg := ok
-		mutate(&cfg)
-		if cli, err := newEtcdClient(context.Background(), cfg); err == nil {
-			cli.Close()
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
-func TestNewEtcdClientProbesAnUnreachableEtcd(t *testing.T) {
-	// Port 1 on loopback: nothing listens there.
-	start := time.Now()
-	_, err := newEtcdClient(context.Background(), etcdClientConfig{
-		Endpoints: []string{"127.0.0.1:1"}, DialTimeout: 500 * time.Millisecond, RequestTimeout: time.Second,
-	})
-	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
-		t.Fatalf("unreachable etcd: %v; want an error naming the endpoint", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("the probe took %s; it is bounded by the dial timeout", d)
-	}
-}
 
 func TestEtcdFlagsFromEnvironment(t *testing.T) {
 	srv := etcdtest.New(t)

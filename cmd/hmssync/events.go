@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/eventlines"
 )
 
 func eventsCommand() *cli.Command {
@@ -34,7 +32,7 @@ func eventsCommand() *cli.Command {
 					&cli.StringFlag{Name: "hms-catalog", Value: hms.DefaultCatalog, Usage: "HMS catalog to follow; events of other catalogs give no descriptors"},
 				},
 				Action: func(c *cli.Context) error {
-					failed, err := decodeEvents(c.App.Reader, c.App.Writer, c.String("hms-catalog"))
+					failed, err := eventlines.Decode(c.App.Reader, c.App.Writer, c.String("hms-catalog"))
 					if err != nil {
 						return err
 					}
@@ -69,77 +67,6 @@ func eventsCommand() *cli.Command {
 	}
 }
 
-// decodeEvents decodes NotificationEvent JSON lines from in and writes descriptor
-// lines to out. It returns how many events failed; err is only for I/O errors.
-func decodeEvents(in io.Reader, out io.Writer, catalog string) (failed int, err error) {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30) // messages of thousands of partitions are large
-	w := bufio.NewWriter(out)
-	dec := hms.Decoder{Catalog: catalog}
-	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		var ev hms.Event
-		if err := json.Unmarshal(b, &ev); err != nil {
-			failed++
-			if err := writeLine(w, decodeFailure{EventID: ev.ID, Error: fmt.Sprintf("input line %d is not a NotificationEvent JSON object: %v", line, err)}); err != nil {
-				return failed, err
-			}
-			continue
-		}
-		if err := writeDecoded(w, dec, ev); err != nil {
-			if !isDecodeError(err) {
-				return failed, err
-			}
-			failed++
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return failed, fmt.Errorf("reading stdin: %w", err)
-	}
-	return failed, w.Flush()
-}
-
-type decodeFailure struct {
-	EventID int64  `json:"event_id"`
-	Error   string `json:"error"`
-}
-
-// writeDecoded writes ev's descriptors, or its error line; a decode failure is
-// returned (after its line is written) so that callers can count it.
-func writeDecoded(w io.Writer, dec hms.Decoder, ev hms.Event) error {
-	descs, derr := dec.Decode(ev)
-	if derr != nil {
-		if err := writeLine(w, decodeFailure{EventID: ev.ID, Error: derr.Error()}); err != nil {
-			return err
-		}
-		return derr
-	}
-	for _, d := range descs {
-		if err := writeLine(w, d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func isDecodeError(err error) bool {
-	var de *hms.DecodeError
-	return errors.As(err, &de)
-}
-
-func writeLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	_, err = w.Write(b)
-	return err
-}
-
 func tailEvents(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -165,7 +92,10 @@ func tailEvents(c *cli.Context) error {
 	if c.Int("batch") <= 0 || c.Duration("poll") <= 0 {
 		return errors.New("--batch and --poll must be positive")
 	}
-	return tail(ctx, client, c.App.Writer, c.App.ErrWriter, c.Int64("from"), c.Int("batch"), c.Duration("poll"), c.Bool("decode"), hms.Decoder{Catalog: c.String("hms-catalog")})
+	return eventlines.Tail(ctx, client, c.App.Writer, c.App.ErrWriter, eventlines.TailOptions{
+		From: c.Int64("from"), Batch: c.Int("batch"), Poll: c.Duration("poll"),
+		Decode: c.Bool("decode"), Decoder: hms.Decoder{Catalog: c.String("hms-catalog")},
+	})
 }
 
 // tailFlags maps the hms_tls keys to the flags of `events tail`, for errors.
@@ -177,85 +107,13 @@ var tailFlags = map[string]string{
 // tailTLS reads the --tls* flags, with the same checks as a catalog's hms_tls;
 // unlike in the file, a --tls-* flag turns TLS on by itself.
 func tailTLS(c *cli.Context) (*tls.Config, error) {
-	t := hmsTLSConfig{
+	t := config.HMSTLS{
 		CAFile:             c.String("tls-ca"),
 		CertFile:           c.String("tls-cert"),
 		KeyFile:            c.String("tls-key"),
 		ServerName:         c.String("tls-server-name"),
 		InsecureSkipVerify: c.Bool("tls-insecure-skip-verify"),
 	}
-	t.Enabled = c.Bool("tls") || t.anySet()
-	return t.clientConfig(func(key string) string { return tailFlags[key] })
-}
-
-// tail prints events after from until ctx ends; from < 0 starts at the current id.
-func tail(ctx context.Context, client *hms.Client, out, errOut io.Writer, from int64, batch int, poll time.Duration, decode bool, dec hms.Decoder) error {
-	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 30*time.Second) }
-	cursor := from
-	if cursor < 0 {
-		cctx, cancel := call()
-		cur, err := client.CurrentEventID(cctx)
-		cancel()
-		if err != nil {
-			return err
-		}
-		cursor = cur
-		fmt.Fprintf(errOut, "tailing events after %d\n", cursor)
-	}
-	w := bufio.NewWriter(out)
-	for {
-		cctx, cancel := call()
-		f, err := client.NextEvents(cctx, cursor, batch, nil)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return w.Flush()
-		case err != nil:
-			fmt.Fprintf(errOut, "fetch after %d: %v (retrying)\n", cursor, err)
-		default:
-			switch f.Continuity {
-			case hms.Gap:
-				if len(f.Events) == 0 {
-					// The cleaner emptied the log behind the cursor: nothing
-					// to print, and asking again from there would report the
-					// same gap on every poll.
-					// (Current is set for an empty batch; Last covers a batch
-					// whose events were all skipped.)
-					next := max(f.Current, f.Last)
-					fmt.Fprintf(errOut, "gap: every event after %d was cleaned; following from %d\n", cursor, next)
-					cursor = next
-					continue
-				}
-				fmt.Fprintf(errOut, "gap: events after %d were cleaned; next is %d\n", cursor, f.Events[0].ID)
-			case hms.Reset:
-				fmt.Fprintf(errOut, "reset: the metastore's current id %d is below %d; following from there\n", f.Current, cursor)
-				cursor = f.Current
-				continue
-			}
-			for _, ev := range f.Events {
-				if err := writeLine(w, ev); err != nil {
-					return err
-				}
-				if decode {
-					if err := writeDecoded(w, dec, ev); err != nil && !isDecodeError(err) {
-						return err
-					}
-				}
-			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			cursor = f.Last
-			if len(f.Events) == batch {
-				continue
-			}
-		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return w.Flush()
-		case <-t.C:
-		}
-	}
+	t.Enabled = c.Bool("tls") || t.AnySet()
+	return t.ClientConfig(func(key string) string { return tailFlags[key] })
 }

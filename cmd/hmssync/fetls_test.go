@@ -12,12 +12,13 @@ import (
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // checkFE builds the applier as `run` does (feHTTPClient) and checks the FE.
-func checkFE(t *testing.T, f feConfig, password string) error {
+func checkFE(t *testing.T, f config.FE, password string) error {
 	t.Helper()
-	hc, err := feHTTPClient(f)
+	hc, err := config.FEHTTPClient(f)
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func TestFEOverHTTPS(t *testing.T) {
 	ca := writePEM(t, "ca.pem", server.CertPEM)
 	cert, key := writePEM(t, "cert.pem", client.CertPEM), writePEM(t, "key.pem", client.KeyPEM)
 
-	full := feConfig{URL: fe.URL, TLS: feTLSConfig{CAFile: ca, CertFile: cert, KeyFile: key}}
+	full := config.FE{URL: fe.URL, TLS: config.FETLS{CAFile: ca, CertFile: cert, KeyFile: key}}
 	if err := checkFE(t, full, "pw"); err != nil {
 		t.Fatalf("with the CA and a client certificate: %v", err)
 	}
@@ -79,46 +80,11 @@ func TestFEOverHTTPS(t *testing.T) {
 	if err := checkFE(t, noCert, "pw"); err == nil {
 		t.Errorf("without the client certificate the FE requires: accepted")
 	}
-	skip := feConfig{URL: fe.URL, TLS: feTLSConfig{CertFile: cert, KeyFile: key, InsecureSkipVerify: true}}
+	skip := config.FE{URL: fe.URL, TLS: config.FETLS{CertFile: cert, KeyFile: key, InsecureSkipVerify: true}}
 	if err := checkFE(t, skip, "pw"); err != nil {
 		t.Errorf("insecure_skip_verify: %v", err)
 	}
-	if _, err := feHTTPClient(feConfig{URL: "http://127.0.0.1:8030", TLS: feTLSConfig{CAFile: ca}}); err == nil || !strings.Contains(err.Error(), "https://") {
+	if _, err := config.FEHTTPClient(config.FE{URL: "http://127.0.0.1:8030", TLS: config.FETLS{CAFile: ca}}); err == nil || !strings.Contains(err.Error(), "https://") {
 		t.Errorf("fe.tls with an http:// url: %v; want it refused", err)
-	}
-}
-
-// Secrets over plain http:// to another host are warned about; the embedded
-// etcd (no TLS, no auth) listens only on loopback unless the unsafe key says so.
-func TestPlainTextAndEmbeddedEtcdExposure(t *testing.T) {
-	load := func(file string, env map[string]string) ([]string, error) {
-		e := map[string]string{"HMSSYNC_MEMBER": "m"}
-		for k, v := range env {
-			e[k] = v
-		}
-		_, sec, err := loadConfig(configSources{File: writeFile(t, file), Getenv: envOf(e)})
-		return sec.Warnings, err
-	}
-	warns, err := load("fe: {url: 'http://fe.example:8030'}", map[string]string{"HMSSYNC_FE_PASSWORD": "x"})
-	if err != nil || !strings.Contains(strings.Join(warns, "\n"), "fe.url http://fe.example:8030 is plain http://") {
-		t.Errorf("FE basic auth over http:// to another host: warnings %q, %v; want a warning", warns, err)
-	}
-	warns, err = load("fe: {url: 'http://127.0.0.1:8030'}", map[string]string{"HMSSYNC_FE_PASSWORD": "x"})
-	if err != nil || len(warns) != 0 {
-		t.Errorf("FE on loopback: warnings %q, %v; want none", warns, err)
-	}
-	warns, err = load("etcd: {endpoints: ['http://etcd.example:2379'], username: u}", map[string]string{"HMSSYNC_ETCD_PASSWORD": "x"})
-	if err != nil || !strings.Contains(strings.Join(warns, "\n"), "etcd password travels unencrypted") {
-		t.Errorf("etcd password over http:// to another host: warnings %q, %v; want a warning", warns, err)
-	}
-	for _, listen := range []string{"0.0.0.0:2379", ":2379", "10.0.0.5:2379"} {
-		_, err := load("etcd: {embedded_dir: /tmp/x, embedded_listen: '"+listen+"'}", nil)
-		if err == nil || !strings.Contains(err.Error(), "etcd.embedded_listen") || !strings.Contains(err.Error(), "embedded_listen_unsafe_allow_remote") {
-			t.Errorf("embedded_listen %s: %v; want it refused, naming the unsafe key", listen, err)
-		}
-	}
-	warns, err = load("etcd: {embedded_dir: /tmp/x, embedded_listen: '0.0.0.0:2379', embedded_listen_unsafe_allow_remote: true}", nil)
-	if err != nil || !strings.Contains(strings.Join(warns, "\n"), "without TLS or authentication") {
-		t.Errorf("embedded_listen 0.0.0.0 with the unsafe key: warnings %q, %v; want accepted with a warning", warns, err)
 	}
 }

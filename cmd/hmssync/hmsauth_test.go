@@ -15,7 +15,9 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/sasltest"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/kdctest"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // Mistakes in hms_auth stop start-up, naming the key.
@@ -34,7 +36,7 @@ func TestHMSAuthInvalidValuesAreNamed(t *testing.T) {
 		"no keytab and no cache": {"{mechanism: kerberos, krb5_conf: " + conf + ", service_principal: hive/_HOST@EXAMPLE.COM}", []string{"KRB5CCNAME", "hms_auth.keytab"}},
 	} {
 		file := writeFile(t, fmt.Sprintf("catalogs:\n  - {name: hive, hms_auth: %s}\n", tc.auth))
-		_, _, err := loadConfig(configSources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
+		_, _, err := sidecar.LoadConfig(config.Sources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
 		if err == nil {
 			t.Errorf("%s: loaded", name)
 			continue
@@ -70,9 +72,9 @@ func TestHMSAuthConfigReachesTheMetastore(t *testing.T) {
 	auth := fmt.Sprintf("{mechanism: kerberos, service_principal: 'hive/_HOST@%s', client_principal: 'sync@%s', keytab: %q, krb5_conf: %q}",
 		kdc.Realm, kdc.Realm, clientKT, kdc.Krb5Conf)
 	file := writeFile(t, fmt.Sprintf("catalogs:\n  - {name: hive, hms_uris: [%q], hms_auth: %s}\n", uri, auth))
-	cfg, _, err := loadConfig(configSources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
+	cfg, _, err := sidecar.LoadConfig(config.Sources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
 	must(t, err)
-	krb, err := cfg.Catalogs[0].HMSAuth.kerberosConfig(catalogAuthKey(0), func(string) string { return "" })
+	krb, err := sidecar.KerberosConfig(cfg.Catalogs[0].HMSAuth, config.CatalogAuthKey(0))
 	must(t, err)
 	c, err := hms.NewClient(hms.ClientConfig{URIs: cfg.Catalogs[0].HMSURIs, Kerberos: krb})
 	must(t, err)
@@ -89,7 +91,7 @@ func TestHMSAuthConfigReachesTheMetastore(t *testing.T) {
 
 	for key, extra := range map[string]string{"catalogs[0].hms_framed": "hms_framed: true", "catalogs[0].hms_user": "hms_user: hive"} {
 		file := writeFile(t, fmt.Sprintf("catalogs:\n  - {name: hive, hms_uris: [%q], %s, hms_auth: %s}\n", uri, extra, auth))
-		_, _, err := loadConfig(configSources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
+		_, _, err := sidecar.LoadConfig(config.Sources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("hms_auth with %s: %v; want an error naming %s", extra, err, key)
 		}

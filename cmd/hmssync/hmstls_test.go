@@ -14,6 +14,8 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // tlsFiles writes the fake metastore's certificate (the CA a client trusts) and a
@@ -43,11 +45,11 @@ func TestHMSTLSConfigReachesTheMetastore(t *testing.T) {
 	connect := func(hmsTLS string) error {
 		t.Helper()
 		file := writeFile(t, fmt.Sprintf("catalogs:\n  - {name: hive, hms_uris: [%q], hms_tls: %s}\n", srv.URI(), hmsTLS))
-		cfg, _, err := loadConfig(configSources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
+		cfg, _, err := sidecar.LoadConfig(config.Sources{File: file, Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m"})})
 		if err != nil {
 			t.Fatalf("hms_tls %s: %v", hmsTLS, err)
 		}
-		tc, err := cfg.Catalogs[0].HMSTLS.clientConfig(catalogTLSKey(0))
+		tc, err := cfg.Catalogs[0].HMSTLS.ClientConfig(config.CatalogTLSKey(0))
 		if err != nil {
 			t.Fatalf("hms_tls %s: validated, but building the client configuration failed: %v", hmsTLS, err)
 		}

@@ -2,21 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
-	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hmssync/hmssync/agent"
-	"github.com/hmssync/hmssync/internal/embedetcd"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // runFlags are the flags of SPEC §6 and the configuration keys they set.
@@ -52,16 +47,16 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 (fe.password_file, etcd.password_file) or HMSSYNC_FE_PASSWORD / HMSSYNC_ETCD_PASSWORD.`,
 		Flags: flags,
 		Action: func(c *cli.Context) error {
-			src := configSources{File: c.String("config"), Getenv: os.Getenv, Flags: map[string]string{}}
+			src := config.Sources{File: c.String("config"), Getenv: os.Getenv, Flags: map[string]string{}}
 			for _, f := range runFlags {
 				if c.IsSet(f.name) {
 					src.Flags[f.key] = c.String(f.name)
 				}
 			}
 			if c.IsSet("hms-uris") {
-				src.HMSURIs = splitList(c.String("hms-uris"))
+				src.HMSURIs = config.SplitList(c.String("hms-uris"))
 			}
-			cfg, sec, err := loadConfig(src)
+			cfg, sec, err := sidecar.LoadConfig(src)
 			if err != nil {
 				return err
 			}
@@ -76,7 +71,7 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 				_, err = c.App.Writer.Write(out)
 				return err
 			}
-			log, level, err := newLogger(cfg.Log.Level, cfg.Log.Format)
+			log, level, err := sidecar.NewLogger(cfg.Log.Level, cfg.Log.Format)
 			if err != nil {
 				return err
 			}
@@ -86,70 +81,9 @@ flags > HMSSYNC_… environment > --config file > defaults. Secrets come from fi
 			}
 			ctx, stop := signalContext(c.Context)
 			defer stop()
-			return runSidecarProcess(ctx, cfg, sec, log, level)
+			return sidecar.Run(ctx, cfg, sec, log, level, buildVersion())
 		},
 	}
-}
-
-// runSidecarProcess runs one sidecar until ctx ends (a signal), with its HTTP
-// surface and, when configured, its embedded etcd.
-func runSidecarProcess(ctx context.Context, cfg sidecarConfig, sec secrets, log *zap.Logger, level zap.AtomicLevel) error {
-	// finished disarms the shutdown watchdog below once everything, the
-	// embedded etcd included, has been closed.
-	finished := make(chan struct{})
-	defer close(finished)
-	if cfg.Etcd.EmbeddedDir != "" {
-		srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: cfg.Etcd.EmbeddedDir, ClientAddr: cfg.Etcd.EmbeddedListen})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		cfg.Etcd.Endpoints = srv.Endpoints()
-		log.Info("embedded etcd running", zap.Strings("endpoints", cfg.Etcd.Endpoints), zap.String("dir", cfg.Etcd.EmbeddedDir))
-	}
-	sc, err := newSidecar(ctx, cfg, sec, log, buildVersion())
-	if err != nil {
-		return err
-	}
-	defer sc.Close()
-
-	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
-	if err != nil {
-		return fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
-	}
-	pprofAccess := agent.PprofAccess(cfg.HTTP.Pprof)
-	hs := agent.NewHTTPServer(agent.WithPprof(sc.Agent.Handler(&agent.LogLevel{Level: &level, AllowRemote: cfg.HTTP.AllowRemoteLogLevel}), pprofAccess))
-	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", zap.Error(err))
-		}
-	}()
-	log.Info("http surface listening", zap.String("addr", ln.Addr().String()), zap.String("pprof", string(pprofAccess)))
-
-	// Whatever happens after the signal, the process ends within the shutdown
-	// timeout: an orchestrator waiting on a hung sidecar helps nobody.
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-finished:
-			return
-		}
-		t := time.NewTimer(cfg.ShutdownTimeout + time.Second)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			log.Error("shutdown did not finish in time; exiting", zap.Duration("shutdown_timeout", cfg.ShutdownTimeout))
-			_ = log.Sync()
-			os.Exit(1)
-		case <-finished:
-		}
-	}()
-
-	err = sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	return err
 }
 
 // signalContext ends at SIGTERM or SIGINT.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 func freeAddr(t *testing.T) string {
@@ -78,13 +80,13 @@ http: {listen: %q}
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, sec, err := loadConfig(configSources{File: cfgFile, Getenv: func(string) string { return "" }})
+	cfg, sec, err := sidecar.LoadConfig(config.Sources{File: cfgFile, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runSidecarProcess(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel()) }()
+	go func() { done <- sidecar.Run(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel(), buildVersion()) }()
 	defer func() { cancel(); <-done }()
 
 	get := func(path string) (int, string) {
@@ -178,25 +180,6 @@ http: {listen: %q}
 		t.Fatalf("run did not stop within shutdown_timeout %s", cfg.ShutdownTimeout)
 	}
 	t.Logf("stopped in %s", time.Since(start))
-}
-
-// The demo converges and reports success.
-func TestDemoConverges(t *testing.T) {
-	defer goleak.VerifyNone(t, leakIgnores...)
-	for _, d := range []string{"native", "doris"} {
-		t.Run(d, func(t *testing.T) {
-			var out strings.Builder
-			err := runDemo(context.Background(), demoOptions{dialect: d, workload: 2 * time.Second, rate: 100, failover: true, timeout: 40 * time.Second, out: &out})
-			if err != nil {
-				t.Fatalf("demo: %v\n%s", err, out.String())
-			}
-			for _, want := range []string{"killing the master", "took over as master", "converged"} {
-				if !strings.Contains(out.String(), want) {
-					t.Errorf("demo output lacks %q:\n%s", want, out.String())
-				}
-			}
-		})
-	}
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {

@@ -34,7 +34,7 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	// An error of several words, as a real one is: the table must show it whole.
 	const lastErr = "applying batch (100, 120]: FE http://127.0.0.1:8030: HTTP 503 Service Unavailable"
 	pub.Update(cursorstore.MemberStatus{Role: cursorstore.RoleMaster, FEURL: "http://127.0.0.1:8030", Version: "v9",
-		Catalogs: map[string]cursorstore.CatalogStatus{"hive": {Cursor: 120, LastError: lastErr, LastErrorTime: time.Now()}}})
+		Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 120, LastError: lastErr, LastErrorTime: time.Now()}}})
 	if _, err := store.SetMaster(ctx, "hive", 120); err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func (h handler) GetNextNotification(ctx context.Context, r *hmsthrift.Notificat
 	resp := &hmsthrift.NotificationEventResponse{Events: make([]*hmsthrift.NotificationEvent, len(evs))}
 	highest := r.LastEvent
 	for i, e := range evs {
-		resp.Events[i] = hms.ThriftEvent(e)
+		resp.Events[i] = thriftEvent(e)
 		highest = max(highest, e.ID)
 	}
 	h.s.recordFetch(ServedFetch{User: connOf(ctx).userName(), After: r.LastEvent, Max: int(r.GetMaxEvents()), Events: len(evs), Highest: highest})
@@ -72,4 +72,28 @@ func (h handler) GetNotificationEventsCount(_ context.Context, r *hmsthrift.Noti
 		n++
 	}
 	return &hmsthrift.NotificationEventsCountResponse{EventsCount: n}, nil
+}
+
+// thriftEvent converts e to the wire struct; empty optional fields are left
+// unset, as a metastore that has no value for them sends them.
+func thriftEvent(e hms.Event) *hmsthrift.NotificationEvent {
+	t := &hmsthrift.NotificationEvent{
+		EventId:   e.ID,
+		EventTime: e.Time,
+		EventType: e.Type,
+		Message:   e.Message,
+	}
+	if e.DB != "" {
+		t.DbName = &e.DB
+	}
+	if e.Table != "" {
+		t.TableName = &e.Table
+	}
+	if e.Format != "" {
+		t.MessageFormat = &e.Format
+	}
+	if e.Catalog != "" {
+		t.CatName = &e.Catalog
+	}
+	return t
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 // must not fill the memory.
 const maxPasswordFile = 64 << 10
 
-// readPassword is the one rule for where a password comes from, used by `run`
+// ReadPassword is the one rule for where a password comes from, used by `run`
 // and the operator commands alike: the file named by fileKey if one is set,
 // else the environment variable envName. It returns warnings for the operator
 // (a file others may read) besides the password.
-func readPassword(file, fileKey, envName string, getenv func(string) string) (password string, warnings []string, err error) {
+func ReadPassword(file, fileKey, envName string, getenv func(string) string) (password string, warnings []string, err error) {
 	if file == "" {
 		return getenv(envName), nil, nil
 	}

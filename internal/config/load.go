@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The loader walks the YAML document against sidecarConfig's fields itself (rather
+// The loader walks the YAML document against Config's fields itself (rather
 // than yaml.Unmarshal) so that every error names the full key, e.g.
 // `catalogs[1].poll_interval`, and so that the file, the environment and the flags
 // share one parser per value type.
@@ -21,7 +21,7 @@ import (
 var durationType = reflect.TypeOf(time.Duration(0))
 
 // loadConfigFile applies the YAML file at path to cfg.
-func loadConfigFile(cfg *sidecarConfig, path string) error {
+func loadConfigFile(cfg *Config, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
@@ -80,8 +80,8 @@ func decodeNode(n *yaml.Node, v reflect.Value, key string) error {
 		for i, el := range n.Content {
 			// Defaults first, so that a key the file sets, even to 0, keeps
 			// its value and is validated (batch_size: 0 is an error, not 1000).
-			if c, ok := out.Index(i).Addr().Interface().(*catalogConfig); ok {
-				*c = catalogDefaults("")
+			if c, ok := out.Index(i).Addr().Interface().(*Catalog); ok {
+				*c = CatalogDefaults("")
 			}
 			if err := decodeNode(el, out.Index(i), fmt.Sprintf("%s[%d]", key, i)); err != nil {
 				errs = append(errs, err)
@@ -144,15 +144,15 @@ func setScalar(v reflect.Value, key, s string) error {
 		}
 		v.SetBool(b)
 	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
-		v.Set(reflect.ValueOf(splitList(s)))
+		v.Set(reflect.ValueOf(SplitList(s)))
 	default:
 		return fmt.Errorf("%s: cannot be set from text", key)
 	}
 	return nil
 }
 
-// splitList splits a comma-separated list, dropping empty items.
-func splitList(s string) []string {
+// SplitList splits a comma-separated list, dropping empty items.
+func SplitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -165,7 +165,7 @@ func splitList(s string) []string {
 // applyEnv applies HMSSYNC_<KEY> variables to the scalar and list keys (the
 // catalogs list comes from the file only): etcd.lease_ttl is HMSSYNC_ETCD_LEASE_TTL,
 // lists are comma-separated.
-func applyEnv(cfg *sidecarConfig, getenv func(string) string) error {
+func applyEnv(cfg *Config, getenv func(string) string) error {
 	var errs []error
 	walkLeaves(reflect.ValueOf(cfg).Elem(), "", func(v reflect.Value, key string) {
 		if s := getenv(envName(key)); s != "" {
@@ -202,13 +202,13 @@ func walkLeaves(v reflect.Value, prefix string, f func(reflect.Value, string)) {
 // leafKeys lists every key walkLeaves visits (for documentation checks).
 func leafKeys() []string {
 	var keys []string
-	cfg := defaultConfig()
+	cfg := Default()
 	walkLeaves(reflect.ValueOf(&cfg).Elem(), "", func(_ reflect.Value, key string) { keys = append(keys, key) })
 	return keys
 }
 
 // setKey sets one key from text (used by the flags).
-func setKey(cfg *sidecarConfig, key, s string) error {
+func setKey(cfg *Config, key, s string) error {
 	var err error
 	found := false
 	walkLeaves(reflect.ValueOf(cfg).Elem(), "", func(v reflect.Value, k string) {

@@ -1,4 +1,4 @@
-package main
+package sidecar_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // A sidecar started while etcd does not answer (no quorum, not up yet) does not
@@ -52,7 +54,7 @@ shutdown_timeout: 4s
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, sec, err := loadConfig(configSources{File: cfgFile, Getenv: func(string) string { return "" }})
+	cfg, sec, err := sidecar.LoadConfig(config.Sources{File: cfgFile, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ shutdown_timeout: 4s
 	started := time.Now()
 	go func() {
 		defer close(exited)
-		runErr = runSidecarProcess(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel())
+		runErr = sidecar.Run(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel(), "test")
 	}()
 	defer func() { cancel(); <-exited }()
 

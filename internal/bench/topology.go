@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // benchCatalog is the one catalog the bench synchronises.
@@ -25,7 +26,7 @@ const benchMembers = 3
 
 // benchEnv is what every run of one invocation shares.
 type benchEnv struct {
-	o    benchOptions
+	o    Options
 	etcd []string // embedded etcd's endpoints
 	cli  *clientv3.Client
 	tmpl *benchTemplate
@@ -70,110 +71,179 @@ type runSample struct {
 
 // runTopology runs one dialect's topology once: a fresh fake metastore, three
 // fake FEs, three sidecar processes on the shared etcd; first the backlog
-// drain, then the steady phase.
+// drain, then the steady phase, then the idle one.
 func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (s runSample, err error) {
-	o := env.o
-	label := fmt.Sprintf("run %d/%d %s", run, o.runs, dialect)
-	hmsSrv := hmstest.NewServer()
-	defer hmsSrv.Close()
+	t := &topology{env: env, o: env.o, dialect: dialect, s: &s,
+		label: fmt.Sprintf("run %d/%d %s", run, env.o.Runs, dialect), cluster: fmt.Sprintf("bench-%s-%d", dialect, run)}
+	t.hms = hmstest.NewServer()
+	defer t.hms.Close()
+	defer t.startFEs()()
 
-	var fes []*fetest.Server
-	if dialect == "doris" {
-		cl := fetest.NewCluster(benchMembers, fetest.Options{})
-		defer cl.Close()
-		fes = cl.Servers()
-	} else {
-		for range benchMembers {
-			fe := fetest.NewServer(fetest.Options{})
-			defer fe.Close()
-			fes = append(fes, fe)
-		}
-	}
-	if o.feLatency > 0 {
-		for _, fe := range fes {
-			fe.InjectFault(fetest.Fault{Delay: o.feLatency})
-		}
-	}
-
-	cluster := fmt.Sprintf("bench-%s-%d", dialect, run)
-	root, err := cursorstore.ClusterPrefix(cursorstore.DefaultPrefix, cluster)
-	if err != nil {
-		return s, err
-	}
-	gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
-	resp, err := env.cli.Get(gctx, root+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	gcancel()
-	if err != nil {
-		return s, fmt.Errorf("%s: read etcd's revision: %w", label, err)
-	}
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
-	obs := observeEtcd(octx, env.cli, root, benchCatalog, resp.Header.Revision+1)
-
-	runDir := filepath.Join(env.dir, cluster)
-	if err := os.MkdirAll(runDir, 0o700); err != nil {
+	if err := t.observe(octx); err != nil {
 		return s, err
 	}
-	children := make([]*benchChild, benchMembers)
 	defer func() {
-		for _, c := range children {
+		for _, c := range t.children {
 			if c == nil {
 				continue
 			}
 			if serr := c.stop(15 * time.Second); serr != nil && err == nil {
-				err = fmt.Errorf("%s: %w", label, serr)
+				err = fmt.Errorf("%s: %w", t.label, serr)
 			}
 		}
 		if err != nil {
-			err = fmt.Errorf("%w%s", err, childLogs(children))
+			err = fmt.Errorf("%w%s", err, childLogs(t.children))
 		}
 	}()
-	for i := range children {
-		cfg := benchSidecarConfig(cluster, fmt.Sprintf("sidecar-%d", i+1), env.etcd, fes[i].URL, dialect, hmsSrv.URI(), o)
-		if cfg.HTTP.Listen, err = freeAddress(); err != nil {
-			return s, err
+	if err := t.startSidecars(run); err != nil {
+		return s, err
+	}
+	if err := t.awaitMaster(ctx); err != nil {
+		return s, err
+	}
+	n, err := t.drain(ctx)
+	if err != nil {
+		return s, err
+	}
+	last, err := t.steady(ctx, n)
+	if err != nil {
+		return s, err
+	}
+	if t.o.Idle > 0 {
+		s.idleCallsPerMin, err = idleMetastoreCalls(ctx, t.hms, t.o)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", t.label, err)
 		}
-		s.httpAddrs = append(s.httpAddrs, cfg.HTTP.Listen)
-		if err := cfg.validate(); err != nil {
-			return s, fmt.Errorf("%s: sidecar configuration: %w", label, err)
+		env.say("%s: idle: %.1f metastore calls per minute", t.label, s.idleCallsPerMin)
+	}
+	return s, t.finish(ctx, last)
+}
+
+// topology is one run of one dialect: what runTopology starts and measures.
+type topology struct {
+	env            *benchEnv
+	o              Options
+	dialect, label string
+	cluster, root  string // the cluster's name and its etcd subtree
+	hms            *hmstest.Server
+	fes            []*fetest.Server
+	obs            *etcdObserver
+	children       []*benchChild
+	poller         *fePoller // native: the FEs' applied ids during the steady phase
+	s              *runSample
+}
+
+// startFEs starts the fake FEs (one Doris-like cluster, or independent native
+// ones) answering after o.FELatency; the result closes them.
+func (t *topology) startFEs() (closeFEs func()) {
+	var closers []func()
+	if t.dialect == "doris" {
+		cl := fetest.NewCluster(benchMembers, fetest.Options{})
+		closers = append(closers, cl.Close)
+		t.fes = cl.Servers()
+	} else {
+		for range benchMembers {
+			fe := fetest.NewServer(fetest.Options{})
+			closers = append(closers, fe.Close)
+			t.fes = append(t.fes, fe)
+		}
+	}
+	if t.o.FELatency > 0 {
+		for _, fe := range t.fes {
+			fe.InjectFault(fetest.Fault{Delay: t.o.FELatency})
+		}
+	}
+	return func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+}
+
+// observe starts watching the cluster's etcd subtree from the next revision,
+// until ctx ends.
+func (t *topology) observe(ctx context.Context) error {
+	root, err := cursorstore.ClusterPrefix(cursorstore.DefaultPrefix, t.cluster)
+	if err != nil {
+		return err
+	}
+	t.root = root
+	gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
+	resp, err := t.env.cli.Get(gctx, root+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	gcancel()
+	if err != nil {
+		return fmt.Errorf("%s: read etcd's revision: %w", t.label, err)
+	}
+	t.obs = observeEtcd(ctx, t.env.cli, root, benchCatalog, resp.Header.Revision+1)
+	return nil
+}
+
+// startSidecars starts one sidecar process per FE; the caller stops them.
+func (t *topology) startSidecars(run int) error {
+	runDir := filepath.Join(t.env.dir, t.cluster)
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
+		return err
+	}
+	t.children = make([]*benchChild, benchMembers)
+	for i := range t.children {
+		cfg := benchSidecarConfig(t.cluster, fmt.Sprintf("sidecar-%d", i+1), t.env.etcd, t.fes[i].URL, t.dialect, t.hms.URI(), t.o)
+		var err error
+		if cfg.HTTP.Listen, err = freeAddress(); err != nil {
+			return err
+		}
+		t.s.httpAddrs = append(t.s.httpAddrs, cfg.HTTP.Listen)
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("%s: sidecar configuration: %w", t.label, err)
 		}
 		prefix := ""
-		if o.profileDir != "" {
-			prefix = filepath.Join(o.profileDir, fmt.Sprintf("%s-run%d-%s", dialect, run, cfg.Member))
+		if t.o.ProfileDir != "" {
+			prefix = filepath.Join(t.o.ProfileDir, fmt.Sprintf("%s-run%d-%s", t.dialect, run, cfg.Member))
 		}
-		if children[i], err = startBenchChild(runDir, cfg, prefix); err != nil {
-			return s, err
+		if t.children[i], err = startBenchChild(runDir, t.o.SidecarArgs, cfg, prefix); err != nil {
+			return err
 		}
-		s.memberNames = append(s.memberNames, cfg.Member)
+		t.s.memberNames = append(t.s.memberNames, cfg.Member)
 	}
-	alive := func() error {
-		for _, c := range children {
-			if c.exited() {
-				return fmt.Errorf("sidecar %s exited early: %v", c.name, c.waitErr)
-			}
+	return nil
+}
+
+// alive is nil while every sidecar runs and the etcd watch holds.
+func (t *topology) alive() error {
+	for _, c := range t.children {
+		if c.exited() {
+			return fmt.Errorf("sidecar %s exited early: %v", c.name, c.waitErr)
 		}
-		return obs.watchErr()
 	}
-	atLeast := func(v int64) bool {
-		if obs.masterTrack().latest() < v {
+	return t.obs.watchErr()
+}
+
+// atLeast reports whether the master cursor and every member's cursor reached v.
+func (t *topology) atLeast(v int64) bool {
+	if t.obs.masterTrack().latest() < v {
+		return false
+	}
+	for _, m := range t.s.memberNames {
+		if t.obs.memberTrack(m).latest() < v {
 			return false
 		}
-		for _, m := range s.memberNames {
-			if obs.memberTrack(m).latest() < v {
-				return false
-			}
-		}
-		return true
 	}
+	return true
+}
 
-	// Set-up: on the empty metastore every member full-refreshes at event 0.
+// awaitMaster waits for the set-up (on the empty metastore every member
+// full-refreshes at event 0) and finds the master.
+func (t *topology) awaitMaster(ctx context.Context) error {
+	s := t.s
 	if err := benchWait(ctx, 60*time.Second, "the sidecars' first full refresh (every cursor at 0)", func() (bool, error) {
-		return atLeast(0), alive()
+		return t.atLeast(0), t.alive()
 	}); err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+		return fmt.Errorf("%s: %w", t.label, err)
 	}
-	if s.leader, err = electionLeader(ctx, env.cli, root); err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+	var err error
+	if s.leader, err = electionLeader(ctx, t.env.cli, t.root); err != nil {
+		return fmt.Errorf("%s: %w", t.label, err)
 	}
 	s.masterIndex = -1
 	for i, m := range s.memberNames {
@@ -182,28 +252,33 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 		}
 	}
 	if s.masterIndex < 0 {
-		return s, fmt.Errorf("%s: the election names %q, not one of the sidecars", label, s.leader)
+		return fmt.Errorf("%s: the election names %q, not one of the sidecars", t.label, s.leader)
 	}
-	env.say("%s: sidecars up, %s is master", label, s.leader)
+	t.env.say("%s: sidecars up, %s is master", t.label, s.leader)
+	return nil
+}
 
-	// Drain: the whole template lands in the log at once.
-	cpu0, err := childrenCPU(children)
+// drain lands the whole template in the log at once, waits until every member
+// applied it and records the drain's figures; n is the number of events.
+func (t *topology) drain(ctx context.Context) (n int64, err error) {
+	s, label, fes := t.s, t.label, t.fes
+	cpu0, err := childrenCPU(t.children)
 	if err != nil {
-		return s, err
+		return 0, err
 	}
-	counts0 := obs.counts()
+	counts0 := t.obs.counts()
 	self0, err := processCPU(os.Getpid())
 	if err != nil {
-		return s, err
+		return 0, err
 	}
 	stages0, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
 	stmts0, reqs0 := len(fes[0].Statements()), len(fes[s.masterIndex].Changes())
-	n := int64(len(env.tmpl.events))
+	n = int64(len(t.env.tmpl.events))
 	t0 := time.Now()
-	hmsSrv.Append(env.tmpl.events...)
+	t.hms.Append(t.env.tmpl.events...)
 	lastSay := time.Now()
 	err = benchWait(ctx, drainTimeout(n), fmt.Sprintf("the drain of %d events", n), func() (bool, error) {
 		if time.Since(lastSay) >= 2*time.Second {
@@ -211,32 +286,32 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 			var fs []string
 			for i, m := range s.memberNames {
 				if i != s.masterIndex {
-					fs = append(fs, fmt.Sprint(max(obs.memberTrack(m).latest(), 0)))
+					fs = append(fs, fmt.Sprint(max(t.obs.memberTrack(m).latest(), 0)))
 				}
 			}
-			env.say("%s: draining: master %d/%d, followers %s (%.0fs)", label, max(obs.masterTrack().latest(), 0), n, strings.Join(fs, ", "), time.Since(t0).Seconds())
+			t.env.say("%s: draining: master %d/%d, followers %s (%.0fs)", label, max(t.obs.masterTrack().latest(), 0), n, strings.Join(fs, ", "), time.Since(t0).Seconds())
 		}
-		return atLeast(n), alive()
+		return t.atLeast(n), t.alive()
 	})
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
-	cpu1, err := childrenCPU(children)
+	cpu1, err := childrenCPU(t.children)
 	if err != nil {
-		return s, err
+		return 0, err
 	}
-	counts1 := obs.counts()
+	counts1 := t.obs.counts()
 	self1, err := processCPU(os.Getpid())
 	if err != nil {
-		return s, err
+		return 0, err
 	}
 	stages1, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
 	s.stageMS = stages1.perBatchMS(stages0)
 	s.benchCPUPer100k = (self1 - self0).Seconds() / float64(n) * 100000
-	if dialect == "doris" {
+	if t.dialect == "doris" {
 		for _, st := range fes[0].Statements()[stmts0:] {
 			if strings.HasPrefix(st, "REFRESH ") {
 				s.refreshStatements++
@@ -250,94 +325,97 @@ func (env *benchEnv) runTopology(ctx context.Context, dialect string, run int) (
 	for k, v := range counts1.puts {
 		s.etcdPuts[k] = v - counts0.puts[k]
 	}
-	for i := range children {
+	for i := range t.children {
 		s.cpuPer100k = append(s.cpuPer100k, (cpu1[i]-cpu0[i]).Seconds()/float64(n)*100000)
 	}
-	if err := s.drainFigures(obs, env.tmpl, 0, n, t0); err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+	if err := s.drainFigures(t.obs, t.env.tmpl, 0, n, t0); err != nil {
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
-	env.say("%s: drained %d events: master %.0f events/s, slowest follower %.0f events/s, %d batches; master per fetch %.1f ms, decode (per fetch) %.1f ms, apply %.1f ms, commit %.1f ms; wall per batch %.1f ms",
+	t.env.say("%s: drained %d events: master %.0f events/s, slowest follower %.0f events/s, %d batches; master per fetch %.1f ms, decode (per fetch) %.1f ms, apply %.1f ms, commit %.1f ms; wall per batch %.1f ms",
 		label, n, s.drainMasterEPS, minOf(s.drainFollowerEPS), s.drainBatches,
 		s.stageMS["fetch"], s.stageMS["decode"], s.stageMS["apply"], s.stageMS["commit"], 1000*float64(n)/float64(s.drainBatches)/s.drainMasterEPS)
+	return n, nil
+}
 
-	// Steady state: events arrive at o.rate for o.steady.
-	var poller *fePoller
+// steady appends events at o.Rate for o.Steady after the drained n, waits
+// until every member and FE has the last one and records the latencies; last
+// is the last event appended.
+func (t *topology) steady(ctx context.Context, n int64) (last int64, err error) {
+	s, label, o := t.s, t.label, t.o
 	pctx, pcancel := context.WithCancel(ctx)
 	pollerDone := func() {}
 	defer func() { pcancel(); pollerDone() }()
-	if dialect == "native" {
-		poller, pollerDone = pollFEs(pctx, fes, benchCatalog, time.Millisecond)
+	if t.dialect == "native" {
+		t.poller, pollerDone = pollFEs(pctx, t.fes, benchCatalog, time.Millisecond)
 	}
 	steadyStages0, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
 	steadyStart := time.Now()
-	marks := appendAtRate(ctx, hmsSrv, env.tmpl.events, o.rate, o.steady)
+	marks := appendAtRate(ctx, t.hms, t.env.tmpl.events, o.Rate, o.Steady)
 	if len(marks) == 0 {
-		return s, fmt.Errorf("%s: the steady phase appended nothing (--duration %s too short for --rate %g?)", label, o.steady, o.rate)
+		return 0, fmt.Errorf("%s: the steady phase appended nothing (--duration %s too short for --rate %g?)", label, o.Steady, o.Rate)
 	}
-	last := marks[len(marks)-1].last
+	last = marks[len(marks)-1].last
 	s.steadyEvents = last - n
 	s.steadyRate = float64(s.steadyEvents) / marks[len(marks)-1].at.Sub(steadyStart).Seconds()
 	caughtUp := func() (bool, error) {
-		if !atLeast(last) {
-			return false, alive()
+		if !t.atLeast(last) {
+			return false, t.alive()
 		}
-		if poller != nil {
-			for i := range fes {
-				if poller.track(i).latest() < last {
-					return false, alive()
+		if t.poller != nil {
+			for i := range t.fes {
+				if t.poller.track(i).latest() < last {
+					return false, t.alive()
 				}
 			}
 		}
-		return true, alive()
+		return true, t.alive()
 	}
-	if err := benchWait(ctx, 60*time.Second+2*o.poll, "the steady phase's last event on every member and FE", caughtUp); err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+	if err := benchWait(ctx, 60*time.Second+2*o.Poll, "the steady phase's last event on every member and FE", caughtUp); err != nil {
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
 	pcancel()
 	steadyStages1, err := scrapeStages(ctx, s.httpAddrs[s.masterIndex])
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+		return 0, fmt.Errorf("%s: %w", label, err)
 	}
 	s.steadyStageMS = steadyStages1.perBatchMS(steadyStages0)
-	s.steadyFigures(obs, poller, marks, n)
-	env.say("%s: steady %d events at %.0f/s: latency p50 %.0f ms, p99 %.0f ms; follower lag p99 %.0f ms",
+	s.steadyFigures(t.obs, t.poller, marks, n)
+	t.env.say("%s: steady %d events at %.0f/s: latency p50 %.0f ms, p99 %.0f ms; follower lag p99 %.0f ms",
 		label, s.steadyEvents, s.steadyRate, percentile(s.steadyLatencyMS, 0.5), percentile(s.steadyLatencyMS, 0.99), percentile(s.steadyLagMS, 0.99))
+	return last, nil
+}
 
-	if o.idle > 0 {
-		s.idleCallsPerMin, err = idleMetastoreCalls(ctx, hmsSrv, o)
-		if err != nil {
-			return s, fmt.Errorf("%s: %w", label, err)
-		}
-		env.say("%s: idle: %.1f metastore calls per minute", label, s.idleCallsPerMin)
-	}
-
-	leaderNow, err := electionLeader(ctx, env.cli, root)
+// finish checks that the master held its role throughout and records where
+// every member and FE ended and each sidecar's peak RSS.
+func (t *topology) finish(ctx context.Context, last int64) error {
+	s := t.s
+	leaderNow, err := electionLeader(ctx, t.env.cli, t.root)
 	if err != nil {
-		return s, fmt.Errorf("%s: %w", label, err)
+		return fmt.Errorf("%s: %w", t.label, err)
 	}
 	if leaderNow != s.leader {
-		return s, fmt.Errorf("%s: the master changed during the run (%s, then %s): the figures would mix roles", label, s.leader, leaderNow)
+		return fmt.Errorf("%s: the master changed during the run (%s, then %s): the figures would mix roles", t.label, s.leader, leaderNow)
 	}
 	s.lastEventID = last
 	for _, m := range s.memberNames {
-		s.memberCursors = append(s.memberCursors, obs.memberTrack(m).latest())
+		s.memberCursors = append(s.memberCursors, t.obs.memberTrack(m).latest())
 	}
-	if poller != nil {
-		for i := range fes {
-			s.feApplied = append(s.feApplied, poller.track(i).latest())
+	if t.poller != nil {
+		for i := range t.fes {
+			s.feApplied = append(s.feApplied, t.poller.track(i).latest())
 		}
 	}
-	for _, c := range children {
+	for _, c := range t.children {
 		rss, err := processPeakRSS(c.pid())
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.peakRSS = append(s.peakRSS, rss)
 	}
-	return s, nil
+	return nil
 }
 
 // drainFigures derives the drain's rates, batches, lags and touched objects from
@@ -446,27 +524,27 @@ func lagsMS(commits, follower cursorTrack) []float64 {
 // benchSidecarConfig is one sidecar's configuration: the production defaults but
 // for the addresses, the batch size and the poll interval the bench was given,
 // and quiet logs.
-func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, hmsURI string, o benchOptions) sidecarConfig {
-	cfg := defaultConfig()
+func benchSidecarConfig(cluster, member string, etcd []string, feURL, dialect, hmsURI string, o Options) config.Config {
+	cfg := config.Default()
 	cfg.Cluster = cluster
 	cfg.Member = member
 	cfg.Etcd.Endpoints = etcd
 	cfg.FE.URL = feURL
 	cfg.FE.Dialect = dialect
 	cfg.HTTP.Listen = "127.0.0.1:0"
-	cfg.Log = logConfig{Level: "warn", Format: "json"}
-	cat := catalogDefaults(benchCatalog)
+	cfg.Log = config.Log{Level: "warn", Format: "json"}
+	cat := config.CatalogDefaults(benchCatalog)
 	cat.HMSURIs = []string{hmsURI}
-	if o.batchSize != 0 {
-		cat.BatchSize = o.batchSize
+	if o.BatchSize != 0 {
+		cat.BatchSize = o.BatchSize
 	}
-	if o.poll != 0 {
-		cat.PollInterval = o.poll
+	if o.Poll != 0 {
+		cat.PollInterval = o.Poll
 	}
-	if o.busyPoll != 0 {
-		cat.BusyPoll = o.busyPoll
+	if o.BusyPoll != 0 {
+		cat.BusyPoll = o.BusyPoll
 	}
-	cfg.Catalogs = []catalogConfig{cat}
+	cfg.Catalogs = []config.Catalog{cat}
 	return cfg
 }
 
@@ -594,9 +672,9 @@ func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisec
 // idleMetastoreCalls counts the calls the sidecars make to the metastore while
 // its log is idle, per minute: from two poll intervals after the steady phase
 // ended (the master's polls after its last events come closer together and
-// back off to the poll interval within less than that) for o.idle. The db uuid
+// back off to the poll interval within less than that) for o.Idle. The db uuid
 // is read once per connection and not counted.
-func idleMetastoreCalls(ctx context.Context, srv *hmstest.Server, o benchOptions) (float64, error) {
+func idleMetastoreCalls(ctx context.Context, srv *hmstest.Server, o Options) (float64, error) {
 	calls := func() int {
 		return srv.Calls("get_current_notificationEventId") + srv.Calls("get_next_notification")
 	}
@@ -610,12 +688,12 @@ func idleMetastoreCalls(ctx context.Context, srv *hmstest.Server, o benchOptions
 			return nil
 		}
 	}
-	if err := wait(2 * o.poll); err != nil {
+	if err := wait(2 * o.Poll); err != nil {
 		return 0, err
 	}
 	before := calls()
-	if err := wait(o.idle); err != nil {
+	if err := wait(o.Idle); err != nil {
 		return 0, err
 	}
-	return float64(calls()-before) / o.idle.Minutes(), nil
+	return float64(calls()-before) / o.Idle.Minutes(), nil
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -14,49 +15,40 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // The bench runs every sidecar as a child process of its own, started from the
-// bench's own executable, so that each sidecar's CPU time and peak RSS are read
-// from the kernel for exactly that sidecar, and so that the sidecars run the
-// production code path (runSidecarProcess, as `hmssync run` does) without
-// sharing a heap or a scheduler with the fakes and the measuring code.
-//
-// A child is recognised by benchSidecarEnv in its environment, before the
-// command line is parsed (init below). That also works in the test binary of
-// this package, which has no `bench` command to re-enter but runs package init.
-const (
-	// benchSidecarEnv holds the path of the child's YAML configuration.
-	benchSidecarEnv = "HMSSYNC_BENCH_SIDECAR"
-	// benchProfileEnv, when set, is a path prefix: the child writes its CPU
-	// profile to PREFIX.cpu.pprof and its allocation profile to
-	// PREFIX.allocs.pprof when it stops.
-	benchProfileEnv = "HMSSYNC_BENCH_PROFILE"
-)
+// bench's own executable (Options.SidecarArgs: `hmssync bench sidecar`), so that
+// each sidecar's CPU time and peak RSS are read from the kernel for exactly that
+// sidecar, and so that the sidecars run the production code path (sidecar.Run,
+// as `hmssync run` does) without sharing a heap or a scheduler with the fakes
+// and the measuring code.
 
-func init() {
-	if path := os.Getenv(benchSidecarEnv); path != "" {
-		os.Exit(runBenchSidecar(path, os.Getenv(benchProfileEnv)))
-	}
-}
-
-// runBenchSidecar is the whole life of a child: it runs one sidecar until
-// SIGTERM, or until its standard input closes, which happens when the bench
-// process ends in any way, so that no sidecar outlives its bench.
-func runBenchSidecar(cfgPath, profile string) int {
+// RunSidecar is the whole life of a child (`hmssync bench sidecar`): it runs
+// the sidecar configured in cfgPath until SIGTERM, or until its standard input
+// closes, which happens when the bench process ends in any way, so that no
+// sidecar outlives its bench. profile, when set, is a path prefix: the child
+// writes its CPU profile to PREFIX.cpu.pprof and its allocation profile to
+// PREFIX.allocs.pprof when it stops. version is reported in /status. The
+// result is the process's exit code: 2 for a configuration it cannot run, 1
+// for a sidecar that failed.
+func RunSidecar(cfgPath, profile, version string) int {
 	// The environment is not consulted: a user's HMSSYNC_… settings must not
 	// change what the bench measures.
-	cfg, sec, err := loadConfig(configSources{File: cfgPath, Getenv: func(string) string { return "" }})
+	cfg, sec, err := sidecar.LoadConfig(config.Sources{File: cfgPath, Getenv: func(string) string { return "" }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench sidecar:", err)
 		return 2
 	}
-	log, level, err := newLogger(cfg.Log.Level, cfg.Log.Format)
+	log, level, err := sidecar.NewLogger(cfg.Log.Level, cfg.Log.Format)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench sidecar:", err)
 		return 2
 	}
-	ctx, stop := signalContext(context.Background())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -72,7 +64,7 @@ func runBenchSidecar(cfgPath, profile string) int {
 			return 2
 		}
 	}
-	err = runSidecarProcess(ctx, cfg, sec, log, level)
+	err = sidecar.Run(ctx, cfg, sec, log, level, version)
 	_ = log.Sync()
 	if profile != "" {
 		pprof.StopCPUProfile()
@@ -100,9 +92,10 @@ type benchChild struct {
 	waitErr error         // valid after done
 }
 
-// startBenchChild writes cfg to dir and starts a sidecar process with it. Its
-// log (warnings and errors) goes to a file in dir, shown when a run fails.
-func startBenchChild(dir string, cfg sidecarConfig, profilePrefix string) (*benchChild, error) {
+// startBenchChild writes cfg to dir and starts a sidecar process with it: this
+// executable with args (Options.SidecarArgs). Its log (warnings and errors)
+// goes to a file in dir, shown when a run fails.
+func startBenchChild(dir string, args []string, cfg config.Config, profilePrefix string) (*benchChild, error) {
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench: configuration of %s: %w", cfg.Member, err)
@@ -121,11 +114,11 @@ func startBenchChild(dir string, cfg sidecarConfig, profilePrefix string) (*benc
 		return nil, fmt.Errorf("bench: sidecar log: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(exe, "bench-sidecar", cfg.Member)
-	cmd.Env = append(os.Environ(), benchSidecarEnv+"="+cfgPath)
+	args = append(append([]string(nil), args...), "--config", cfgPath)
 	if profilePrefix != "" {
-		cmd.Env = append(cmd.Env, benchProfileEnv+"="+profilePrefix)
+		args = append(args, "--profile", profilePrefix)
 	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newLogger builds the process logger. format is "json", "console" or "" (console
+// NewLogger builds the process logger. format is "json", "console" or "" (console
 // when stderr is a terminal, JSON otherwise, so that pods log JSON and people read
 // text). The returned level can be changed at run time (the /log/level endpoint).
-func newLogger(level, format string) (*zap.Logger, zap.AtomicLevel, error) {
+func NewLogger(level, format string) (*zap.Logger, zap.AtomicLevel, error) {
 	lvl, err := zap.ParseAtomicLevel(level)
 	if err != nil {
 		return nil, lvl, fmt.Errorf("log.level %q: want debug, info, warn or error", level)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 	"github.com/hmssync/hmssync/internal/redact"
 )
 
-// feTLSConfig is TLS towards the FE (fe.tls), used when fe.url is https://.
+// FETLS is TLS towards the FE (fe.tls), used when fe.url is https://.
 // Without ca_file the system's roots verify the FE.
-type feTLSConfig struct {
+type FETLS struct {
 	CAFile             string `yaml:"ca_file"`
 	CertFile           string `yaml:"cert_file"`
 	KeyFile            string `yaml:"key_file"`
@@ -19,7 +19,7 @@ type feTLSConfig struct {
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
 }
 
-func (t feTLSConfig) anySet() bool {
+func (t FETLS) anySet() bool {
 	return t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify
 }
 
@@ -31,10 +31,10 @@ func feTLSKey(key string) string {
 	return "fe.tls." + key
 }
 
-// feHTTPClient is the HTTP client of the applier: for an https:// fe.url it
+// FEHTTPClient is the HTTP client of the applier: for an https:// fe.url it
 // verifies the FE as fe.tls says (read here, so a wrong file is a start-up
 // error), for http:// it refuses fe.tls keys, which would be ignored.
-func feHTTPClient(f feConfig) (*http.Client, error) {
+func FEHTTPClient(f FE) (*http.Client, error) {
 	u, err := url.Parse(f.URL)
 	if err != nil {
 		// Not err itself: url.Parse's error repeats the URL, password and all.
@@ -47,9 +47,9 @@ func feHTTPClient(f feConfig) (*http.Client, error) {
 		}
 		return &http.Client{Transport: tr}, nil
 	}
-	hc := hmsTLSConfig{Enabled: true, CAFile: f.TLS.CAFile, CertFile: f.TLS.CertFile, KeyFile: f.TLS.KeyFile,
+	hc := HMSTLS{Enabled: true, CAFile: f.TLS.CAFile, CertFile: f.TLS.CertFile, KeyFile: f.TLS.KeyFile,
 		ServerName: f.TLS.ServerName, InsecureSkipVerify: f.TLS.InsecureSkipVerify}
-	cfg, err := hc.clientConfig(feTLSKey)
+	cfg, err := hc.ClientConfig(feTLSKey)
 	if err != nil {
 		return nil, err
 	}

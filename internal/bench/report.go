@@ -1,17 +1,19 @@
-package main
+package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 )
 
-// benchFigures are one dialect's figures, each the median over the runs.
-type benchFigures struct {
+// Figures are one dialect's figures, each the median over the runs.
+type Figures struct {
 	// 1. Backlog drain: the master, and the slowest follower (to having
 	// applied or advanced to the last event), from the master's first commit.
 	DrainEPS         float64 `json:"drain_events_per_sec"`
@@ -78,34 +80,34 @@ func inFECeiling() inFE {
 	return inFE{BatchPerTick: 500, TickMS: 10000, EventsPerSec: 500 / 10.0, FollowerWakeupMax: 10000}
 }
 
-// benchReport is the bench's output. The embedded figures at the top level are
+// Report is the bench's output. The embedded figures at the top level are
 // the worse of the dialects measured for each figure (the slower rate, the
 // longer latency, the larger footprint), except the FE statements, which are the
 // doris dialect's when it ran; Dialects holds each dialect's own figures.
-type benchReport struct {
-	benchFigures
-	Machine            string                   `json:"machine"`
-	GoVersion          string                   `json:"go_version"`
-	LoadBefore         string                   `json:"load_average_before"`
-	LoadAfter          string                   `json:"load_average_after"`
-	Command            string                   `json:"command"`
-	Events             int                      `json:"events"`
-	Runs               int                      `json:"runs"`
-	BatchSize          int                      `json:"batch_size"`
-	PollIntervalMS     float64                  `json:"poll_interval_ms"`
-	BusyPollIntervalMS float64                  `json:"busy_poll_interval_ms"`
-	IdleSeconds        float64                  `json:"idle_seconds"`
-	FELatencyMS        float64                  `json:"fe_latency_ms"`
-	SteadyRate         float64                  `json:"steady_rate_events_per_sec"`
-	SteadySeconds      float64                  `json:"steady_seconds"`
-	Seconds            float64                  `json:"seconds"`
-	Dialects           map[string]*benchFigures `json:"dialects"`
-	InFE               inFE                     `json:"in_fe_ceiling"`
+type Report struct {
+	Figures
+	Machine            string              `json:"machine"`
+	GoVersion          string              `json:"go_version"`
+	LoadBefore         string              `json:"load_average_before"`
+	LoadAfter          string              `json:"load_average_after"`
+	Command            string              `json:"command"`
+	Events             int                 `json:"events"`
+	Runs               int                 `json:"runs"`
+	BatchSize          int                 `json:"batch_size"`
+	PollIntervalMS     float64             `json:"poll_interval_ms"`
+	BusyPollIntervalMS float64             `json:"busy_poll_interval_ms"`
+	IdleSeconds        float64             `json:"idle_seconds"`
+	FELatencyMS        float64             `json:"fe_latency_ms"`
+	SteadyRate         float64             `json:"steady_rate_events_per_sec"`
+	SteadySeconds      float64             `json:"steady_seconds"`
+	Seconds            float64             `json:"seconds"`
+	Dialects           map[string]*Figures `json:"dialects"`
+	InFE               inFE                `json:"in_fe_ceiling"`
 }
 
 // figuresOf takes the median of each figure over the runs.
-func figuresOf(runs []runSample, raw float64) *benchFigures {
-	f := &benchFigures{RawFetchEPS: raw}
+func figuresOf(runs []runSample, raw float64) *Figures {
+	f := &Figures{RawFetchEPS: raw}
 	med := func(get func(s runSample) float64) float64 {
 		var xs []float64
 		for _, s := range runs {
@@ -185,12 +187,12 @@ func figuresOf(runs []runSample, raw float64) *benchFigures {
 }
 
 // headline fills the top-level figures: the worse of the dialects.
-func (r *benchReport) headline(dialects []string) {
+func (r *Report) headline(dialects []string) {
 	first := true
 	for _, d := range dialects {
 		f := r.Dialects[d]
 		if first {
-			r.benchFigures = *f
+			r.Figures = *f
 			r.RunsDrainEPS = nil
 			r.MasterStageMS, r.SteadyStageMS = nil, nil
 			r.MemberCursors, r.FEAppliedEventIDs = nil, nil
@@ -198,7 +200,7 @@ func (r *benchReport) headline(dialects []string) {
 			first = false
 			continue
 		}
-		h := &r.benchFigures
+		h := &r.Figures
 		h.DrainEPS = min(h.DrainEPS, f.DrainEPS)
 		h.FollowerDrainEPS = min(h.FollowerDrainEPS, f.FollowerDrainEPS)
 		h.DrainToRaw = min(h.DrainToRaw, f.DrainToRaw)
@@ -220,8 +222,8 @@ func (r *benchReport) headline(dialects []string) {
 	}
 }
 
-// writeTable prints the report as a Markdown table, ready for BENCHMARKS.md.
-func (r *benchReport) writeTable(w io.Writer) {
+// WriteTable prints the report as a Markdown table, ready for BENCHMARKS.md.
+func (r *Report) WriteTable(w io.Writer) {
 	var ds []string
 	for _, d := range []string{"doris", "native"} {
 		if r.Dialects[d] != nil {
@@ -233,7 +235,7 @@ func (r *benchReport) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "- Setup: %d-event backlog, batch size %d, poll interval %s (busy %s), FE %s per statement, steady phase %.0f events/s for %.0fs, idle phase %.0fs; median of %d runs per dialect (%.0fs in all)\n\n",
 		r.Events, r.BatchSize, fmtMS(r.PollIntervalMS), fmtMS(r.BusyPollIntervalMS), fmtMS(r.FELatencyMS), r.SteadyRate, r.SteadySeconds, r.IdleSeconds, r.Runs, r.Seconds)
 	fmt.Fprintf(w, "| figure | %s | goal |\n|---|%s---|\n", strings.Join(ds, " | "), strings.Repeat("---|", len(ds)))
-	row := func(name, goal string, cell func(f *benchFigures) string) {
+	row := func(name, goal string, cell func(f *Figures) string) {
 		var cells []string
 		for _, d := range ds {
 			cells = append(cells, cell(r.Dialects[d]))
@@ -241,57 +243,57 @@ func (r *benchReport) writeTable(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", name, strings.Join(cells, " | "), goal)
 	}
 	drainGoal := 20000.0
-	row("1. backlog drain, master (events/s)", "≥ 20,000", func(f *benchFigures) string {
+	row("1. backlog drain, master (events/s)", "≥ 20,000", func(f *Figures) string {
 		return mark(thousands(f.DrainEPS), f.DrainEPS >= drainGoal)
 	})
-	row("1. backlog drain, slowest follower (events/s)", "", func(f *benchFigures) string { return thousands(f.FollowerDrainEPS) })
-	row("2. raw fetch, same log and batch size (events/s)", "", func(f *benchFigures) string { return thousands(f.RawFetchEPS) })
-	row("2. drain / raw", "≥ 0.5", func(f *benchFigures) string { return mark(fmt.Sprintf("%.2f", f.DrainToRaw), f.DrainToRaw >= 0.5) })
-	row("3. follower lag after a master commit, p50 / p99 (ms)", "p99 ≤ 100", func(f *benchFigures) string {
+	row("1. backlog drain, slowest follower (events/s)", "", func(f *Figures) string { return thousands(f.FollowerDrainEPS) })
+	row("2. raw fetch, same log and batch size (events/s)", "", func(f *Figures) string { return thousands(f.RawFetchEPS) })
+	row("2. drain / raw", "≥ 0.5", func(f *Figures) string { return mark(fmt.Sprintf("%.2f", f.DrainToRaw), f.DrainToRaw >= 0.5) })
+	row("3. follower lag after a master commit, p50 / p99 (ms)", "p99 ≤ 100", func(f *Figures) string {
 		return mark(fmt.Sprintf("%.1f / %.1f", f.LagP50, f.LagP99), f.LagP99 <= 100)
 	})
-	row("3. … during the drain, p50 / p99 (ms)", "", func(f *benchFigures) string { return fmt.Sprintf("%.1f / %.1f", f.DrainLagP50, f.DrainLagP99) })
+	row("3. … during the drain, p50 / p99 (ms)", "", func(f *Figures) string { return fmt.Sprintf("%.1f / %.1f", f.DrainLagP50, f.DrainLagP99) })
 	row(fmt.Sprintf("4. steady latency at %.0f events/s, append → applied on every FE, p50 / p99 (ms)", r.SteadyRate),
-		"p99 ≤ 300 ms", func(f *benchFigures) string {
+		"p99 ≤ 300 ms", func(f *Figures) string {
 			return mark(fmt.Sprintf("%.0f / %.0f", f.SteadyP50, f.SteadyP99), f.SteadyP99 <= steadyP99GoalMS)
 		})
 	if r.IdleSeconds > 0 {
 		today := 60000 / r.PollIntervalMS
-		row("4. metastore calls per idle minute (polls and fetches)", fmt.Sprintf("≤ %.0f (one per poll interval)", today), func(f *benchFigures) string {
+		row("4. metastore calls per idle minute (polls and fetches)", fmt.Sprintf("≤ %.0f (one per poll interval)", today), func(f *Figures) string {
 			// One poll more than the interval allows when the window
 			// catches both ends.
 			return mark(fmt.Sprintf("%.1f", f.IdleCallsPerMin), f.IdleCallsPerMin <= today+60/r.IdleSeconds)
 		})
 	}
-	row("5. FE statements per 1,000 events (doris: REFRESH; native: batches)", "", func(f *benchFigures) string { return fmt.Sprintf("%.1f", f.StatementsPer1k) })
-	row("5. FE statements per table touched by the batch", "≤ 1", func(f *benchFigures) string {
+	row("5. FE statements per 1,000 events (doris: REFRESH; native: batches)", "", func(f *Figures) string { return fmt.Sprintf("%.1f", f.StatementsPer1k) })
+	row("5. FE statements per table touched by the batch", "≤ 1", func(f *Figures) string {
 		return mark(fmt.Sprintf("%.3f", f.StatementsPerTable), f.StatementsPerTable <= 1)
 	})
-	row("5. … per object to reload (tables, table lists, database list)", "", func(f *benchFigures) string { return fmt.Sprintf("%.3f", f.StatementsPerObject) })
-	row("6. etcd writes per batch (master cursor + member cursors)", "", func(f *benchFigures) string {
+	row("5. … per object to reload (tables, table lists, database list)", "", func(f *Figures) string { return fmt.Sprintf("%.3f", f.StatementsPerObject) })
+	row("6. etcd writes per batch (master cursor + member cursors)", "", func(f *Figures) string {
 		return fmt.Sprintf("%.2f (%.2f + %.2f)", f.EtcdWritesPerBatch, f.EtcdMasterPutsPerBatch, f.EtcdMemberPutsPerBatch)
 	})
-	row("7. peak RSS per sidecar, master / largest follower (MiB)", "≤ 64", func(f *benchFigures) string {
+	row("7. peak RSS per sidecar, master / largest follower (MiB)", "≤ 64", func(f *Figures) string {
 		return mark(fmt.Sprintf("%.1f / %.1f", f.PeakRSSMasterMiB, f.PeakRSSFollowerMiB), f.PeakRSSMiB <= 64)
 	})
-	row("7. CPU seconds per 100,000 events, master / busiest follower", "", func(f *benchFigures) string {
+	row("7. CPU seconds per 100,000 events, master / busiest follower", "", func(f *Figures) string {
 		return fmt.Sprintf("%.2f / %.2f", f.CPUPer100kMaster, f.CPUPer100kFollowerMax)
 	})
-	row("7. … the bench process (fake metastore and FEs, etcd) on the same cores", "", func(f *benchFigures) string {
+	row("7. … the bench process (fake metastore and FEs, etcd) on the same cores", "", func(f *Figures) string {
 		return fmt.Sprintf("%.2f", f.BenchCPUPer100k)
 	})
 	stages := func(m map[string]float64) string {
 		return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", m["fetch"], m["decode"], m["apply"], m["commit"])
 	}
-	row("master's mean time in the drain per fetch / decode of a fetch / apply / commit (ms)", "", func(f *benchFigures) string {
+	row("master's mean time in the drain per fetch / decode of a fetch / apply / commit (ms)", "", func(f *Figures) string {
 		return stages(f.MasterStageMS)
 	})
-	row("… in the steady phase (the step after the poll that finds an event)", "", func(f *benchFigures) string {
+	row("… in the steady phase (the step after the poll that finds an event)", "", func(f *Figures) string {
 		return stages(f.SteadyStageMS)
 	})
 	in := r.InFE
 	row(fmt.Sprintf("8. in-FE design at its defaults (%d events per %.0f s tick)", in.BatchPerTick, in.TickMS/1000),
-		"", func(*benchFigures) string {
+		"", func(*Figures) string {
 			return fmt.Sprintf("%.0f events/s; follower wake-up ≤ %.0f ms", in.EventsPerSec, in.FollowerWakeupMax)
 		})
 	fmt.Fprintln(w)
@@ -361,8 +363,8 @@ func minOf(xs []float64) float64 {
 
 // unmeasured replaces NaN figures (nothing to take a median of, e.g. no
 // follower lag sample in a tiny run) by -1, which JSON can carry.
-func (r *benchReport) unmeasured() {
-	fix := func(f *benchFigures) {
+func (r *Report) unmeasured() {
+	fix := func(f *Figures) {
 		v := reflect.ValueOf(f).Elem()
 		for i := range v.NumField() {
 			if fv := v.Field(i); fv.Kind() == reflect.Float64 && math.IsNaN(fv.Float()) {
@@ -370,7 +372,7 @@ func (r *benchReport) unmeasured() {
 			}
 		}
 	}
-	fix(&r.benchFigures)
+	fix(&r.Figures)
 	for _, f := range r.Dialects {
 		fix(f)
 	}
@@ -378,3 +380,22 @@ func (r *benchReport) unmeasured() {
 
 // steadyP99GoalMS is issue 15's goal for the steady latency's p99.
 const steadyP99GoalMS = 300
+
+// WriteJSON writes the report as one indented JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteJSONFile writes the report as WriteJSON does, to the file at path.
+func (r *Report) WriteJSONFile(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench: --json-file: %w", err)
+	}
+	return nil
+}

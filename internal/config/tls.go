@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"crypto/tls"
@@ -8,9 +8,9 @@ import (
 	"os"
 )
 
-// hmsTLSConfig is TLS towards a metastore (Hive's hive.metastore.use.SSL): a
+// HMSTLS is TLS towards a metastore (Hive's hive.metastore.use.SSL): a
 // catalog's hms_tls keys, or the --tls* flags of `events tail`.
-type hmsTLSConfig struct {
+type HMSTLS struct {
 	Enabled            bool   `yaml:"enabled"`
 	CAFile             string `yaml:"ca_file"`
 	CertFile           string `yaml:"cert_file"`
@@ -20,18 +20,19 @@ type hmsTLSConfig struct {
 }
 
 // anySet reports whether a key other than enabled is set.
-func (t hmsTLSConfig) anySet() bool {
+// AnySet reports whether a key other than enabled is set.
+func (t HMSTLS) AnySet() bool {
 	return t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify
 }
 
-// clientConfig reads the files and returns the metastore client's TLS
+// ClientConfig reads the files and returns the metastore client's TLS
 // configuration, nil when TLS is off. name turns a key (ca_file) into what the
 // user wrote (catalogs[0].hms_tls.ca_file, --tls-ca) so that every error names it.
 // Reading the files here, at start, turns a wrong path or a bad PEM file into a
 // configuration error instead of a handshake failure on every reconnect.
-func (t hmsTLSConfig) clientConfig(name func(key string) string) (*tls.Config, error) {
+func (t HMSTLS) ClientConfig(name func(key string) string) (*tls.Config, error) {
 	if !t.Enabled {
-		if t.anySet() {
+		if t.AnySet() {
 			return nil, fmt.Errorf("%s = false: want true, since other %s keys are set; or remove them to connect without TLS",
 				name("enabled"), name(""))
 		}
@@ -73,8 +74,8 @@ func (t hmsTLSConfig) clientConfig(name func(key string) string) (*tls.Config, e
 	return cfg, nil
 }
 
-// catalogTLSKey names a catalog's hms_tls key in errors.
-func catalogTLSKey(i int) func(string) string {
+// CatalogTLSKey names a catalog's hms_tls key in errors.
+func CatalogTLSKey(i int) func(string) string {
 	return func(key string) string {
 		if key == "" {
 			return fmt.Sprintf("catalogs[%d].hms_tls", i)

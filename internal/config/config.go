@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -8,23 +8,25 @@ import (
 	"time"
 )
 
-// sidecarConfig is the sidecar's configuration: the YAML file's schema (SPEC §6),
+// Config is the sidecar's configuration: the YAML file's schema (SPEC §6),
 // also reachable through HMSSYNC_… environment variables and a few flags. Secrets
 // are deliberately not fields: they come from files or the environment only and
-// live in secrets, which is never printed.
-type sidecarConfig struct {
-	Cluster         string          `yaml:"cluster"`
-	Member          string          `yaml:"member"`
-	Etcd            etcdConfig      `yaml:"etcd"`
-	FE              feConfig        `yaml:"fe"`
-	Catalogs        []catalogConfig `yaml:"catalogs"`
-	HTTP            httpConfig      `yaml:"http"`
-	Log             logConfig       `yaml:"log"`
-	Retry           retryConfig     `yaml:"retry"`
-	ShutdownTimeout time.Duration   `yaml:"shutdown_timeout"`
+// live in Secrets, which is never printed.
+type Config struct {
+	Cluster         string        `yaml:"cluster"`
+	Member          string        `yaml:"member"`
+	Etcd            Etcd          `yaml:"etcd"`
+	FE              FE            `yaml:"fe"`
+	Catalogs        []Catalog     `yaml:"catalogs"`
+	HTTP            HTTP          `yaml:"http"`
+	Log             Log           `yaml:"log"`
+	Retry           Retry         `yaml:"retry"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
 
-type etcdConfig struct {
+// Etcd is the etcd section: the cluster the sidecars elect a master in, or an
+// embedded one (embedded_dir).
+type Etcd struct {
 	Endpoints      []string      `yaml:"endpoints"`
 	Prefix         string        `yaml:"prefix"`
 	LeaseTTL       time.Duration `yaml:"lease_ttl"`
@@ -32,7 +34,7 @@ type etcdConfig struct {
 	DialTimeout    time.Duration `yaml:"dial_timeout"`
 	Username       string        `yaml:"username"`
 	PasswordFile   string        `yaml:"password_file"`
-	TLS            tlsConfig     `yaml:"tls"`
+	TLS            TLS           `yaml:"tls"`
 	EmbeddedDir    string        `yaml:"embedded_dir"`
 	EmbeddedListen string        `yaml:"embedded_listen"`
 	// EmbeddedUnsafeRemote allows a non-loopback embedded_listen: the embedded
@@ -40,13 +42,15 @@ type etcdConfig struct {
 	EmbeddedUnsafeRemote bool `yaml:"embedded_listen_unsafe_allow_remote"`
 }
 
-type tlsConfig struct {
+// TLS is the etcd client's TLS (etcd.tls).
+type TLS struct {
 	CAFile   string `yaml:"ca_file"`
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
 }
 
-type feConfig struct {
+// FE is the frontend this sidecar applies changes to (fe).
+type FE struct {
 	URL            string        `yaml:"url"`
 	Dialect        string        `yaml:"dialect"`
 	User           string        `yaml:"user"`
@@ -55,17 +59,18 @@ type feConfig struct {
 	Scope          string        `yaml:"scope"`
 	HealthInterval time.Duration `yaml:"health_interval"`
 	UnhealthyGrace time.Duration `yaml:"unhealthy_grace"`
-	TLS            feTLSConfig   `yaml:"tls"`
+	TLS            FETLS         `yaml:"tls"`
 }
 
-type catalogConfig struct {
+// Catalog is one catalogs[] entry: a metastore and how its log is read.
+type Catalog struct {
 	Name           string        `yaml:"name"`
 	HMSURIs        []string      `yaml:"hms_uris"`
 	HMSCatalog     string        `yaml:"hms_catalog"`
 	HMSTimeout     time.Duration `yaml:"hms_timeout"`
 	HMSFramed      bool          `yaml:"hms_framed"`
-	HMSTLS         hmsTLSConfig  `yaml:"hms_tls"`
-	HMSAuth        hmsAuthConfig `yaml:"hms_auth"`
+	HMSTLS         HMSTLS        `yaml:"hms_tls"`
+	HMSAuth        HMSAuth       `yaml:"hms_auth"`
 	HMSUser        string        `yaml:"hms_user"`
 	BatchSize      int           `yaml:"batch_size"`
 	PollInterval   time.Duration `yaml:"poll_interval"`
@@ -75,27 +80,30 @@ type catalogConfig struct {
 	Exclude        []string      `yaml:"exclude"`
 }
 
-type httpConfig struct {
+// HTTP is the status, metrics and admin listener (http).
+type HTTP struct {
 	Listen              string `yaml:"listen"`
 	AllowRemoteLogLevel bool   `yaml:"allow_remote_log_level"`
 	// Pprof is who may read /debug/pprof: off, loopback or any.
 	Pprof string `yaml:"pprof"`
 }
 
-type logConfig struct {
+// Log is the logger's level and format (log).
+type Log struct {
 	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
 }
 
-type retryConfig struct {
+// Retry is the backoff of transient failures and of FE authentication failures (retry).
+type Retry struct {
 	Initial      time.Duration `yaml:"initial"`
 	Max          time.Duration `yaml:"max"`
 	AuthInterval time.Duration `yaml:"auth_interval"`
 }
 
-// secrets are the passwords, read from files or the environment. They are never
+// Secrets are the passwords, read from files or the environment. They are never
 // logged, printed or shown in /status.
-type secrets struct {
+type Secrets struct {
 	FEPassword   string
 	EtcdPassword string
 	// Warnings about where they came from (a file others may read), for the
@@ -103,12 +111,12 @@ type secrets struct {
 	Warnings []string
 }
 
-// defaultConfig is the configuration before the file, the environment and the
+// Default is the configuration before the file, the environment and the
 // flags are applied.
-func defaultConfig() sidecarConfig {
-	return sidecarConfig{
+func Default() Config {
+	return Config{
 		Cluster: "default",
-		Etcd: etcdConfig{
+		Etcd: Etcd{
 			Endpoints:      []string{"http://127.0.0.1:2379"},
 			Prefix:         "/hmssync",
 			LeaseTTL:       10 * time.Second,
@@ -116,7 +124,7 @@ func defaultConfig() sidecarConfig {
 			DialTimeout:    5 * time.Second,
 			EmbeddedListen: "127.0.0.1:2379",
 		},
-		FE: feConfig{
+		FE: FE{
 			URL:            "http://127.0.0.1:8030",
 			Dialect:        "doris",
 			User:           "root",
@@ -125,17 +133,17 @@ func defaultConfig() sidecarConfig {
 			HealthInterval: 5 * time.Second,
 			UnhealthyGrace: 30 * time.Second,
 		},
-		HTTP:            httpConfig{Listen: ":9108", Pprof: "off"},
-		Log:             logConfig{Level: "info"},
-		Retry:           retryConfig{Initial: 200 * time.Millisecond, Max: 30 * time.Second, AuthInterval: 30 * time.Second},
+		HTTP:            HTTP{Listen: ":9108", Pprof: "off"},
+		Log:             Log{Level: "info"},
+		Retry:           Retry{Initial: 200 * time.Millisecond, Max: 30 * time.Second, AuthInterval: 30 * time.Second},
 		ShutdownTimeout: 10 * time.Second,
 	}
 }
 
-// catalogDefaults is a catalog before its keys are read (so that a key given
+// CatalogDefaults is a catalog before its keys are read (so that a key given
 // as 0 or empty is the operator's value, and validated, not a default).
-func catalogDefaults(name string) catalogConfig {
-	return catalogConfig{
+func CatalogDefaults(name string) Catalog {
+	return Catalog{
 		Name:         name,
 		HMSURIs:      []string{"thrift://127.0.0.1:9083"},
 		HMSCatalog:   "hive",
@@ -147,12 +155,12 @@ func catalogDefaults(name string) catalogConfig {
 }
 
 // busyPollUnset marks busy_poll_interval as not given: its default depends on
-// poll_interval, which is read after the defaults are laid (busyPollInterval).
+// poll_interval, which is read after the defaults are laid (BusyPollInterval).
 const busyPollUnset = -1
 
-// busyPollInterval is the catalog's busy_poll_interval: as given, else 25 ms
+// BusyPollInterval is the catalog's busy_poll_interval: as given, else 25 ms
 // or poll_interval when that is shorter.
-func (c catalogConfig) busyPollInterval() time.Duration {
+func (c Catalog) BusyPollInterval() time.Duration {
 	if c.BusyPoll == busyPollUnset {
 		return min(25*time.Millisecond, c.PollInterval)
 	}
@@ -172,54 +180,58 @@ func defaultMember() string {
 	return h
 }
 
-// configSources are the inputs of one configuration, lowest precedence first: the
+// Sources are the inputs of one configuration, lowest precedence first: the
 // defaults, the file, the environment, the flags.
-type configSources struct {
+type Sources struct {
 	File   string
 	Getenv func(string) string
 	// Flags maps configuration keys to the text of the flags that were set.
 	Flags map[string]string
 	// HMSURIs, when set (--hms-uris), replaces the first catalog's hms_uris.
 	HMSURIs []string
+	// CheckKerberos reads and checks a catalog's Kerberos login (krb5.conf,
+	// keytab, principals) during validation; nil checks only the keys. It is
+	// the caller's because parsing a keytab is the metastore client's (hms).
+	CheckKerberos func(Kerberos) error
 }
 
-// loadConfig builds and validates the configuration and reads the secrets.
-func loadConfig(src configSources) (sidecarConfig, secrets, error) {
-	cfg := defaultConfig()
+// Load builds and validates the configuration and reads the secrets.
+func Load(src Sources) (Config, Secrets, error) {
+	cfg := Default()
 	if src.Getenv == nil {
 		src.Getenv = os.Getenv
 	}
 	if src.File != "" {
 		if err := loadConfigFile(&cfg, src.File); err != nil {
-			return cfg, secrets{}, err
+			return cfg, Secrets{}, err
 		}
 	}
 	if err := applyEnv(&cfg, src.Getenv); err != nil {
-		return cfg, secrets{}, err
+		return cfg, Secrets{}, err
 	}
 	for key, val := range src.Flags {
 		if err := setKey(&cfg, key, val); err != nil {
-			return cfg, secrets{}, fmt.Errorf("flag for %s: %w", key, err)
+			return cfg, Secrets{}, fmt.Errorf("flag for %s: %w", key, err)
 		}
 	}
 	if cfg.Member == "" {
 		cfg.Member = defaultMember()
 	}
 	if len(cfg.Catalogs) == 0 {
-		cfg.Catalogs = []catalogConfig{catalogDefaults("hive")} // catalogs from the file got theirs as they were read
+		cfg.Catalogs = []Catalog{CatalogDefaults("hive")} // catalogs from the file got theirs as they were read
 	}
 	if len(src.HMSURIs) > 0 {
 		cfg.Catalogs[0].HMSURIs = src.HMSURIs
 	}
-	if err := cfg.validate(); err != nil {
-		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
+	if err := cfg.validate(src.CheckKerberos); err != nil {
+		return cfg, Secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
 	}
 	for i := range cfg.Catalogs {
-		cfg.Catalogs[i].BusyPoll = cfg.Catalogs[i].busyPollInterval() // the effective value, as --check-config prints it
+		cfg.Catalogs[i].BusyPoll = cfg.Catalogs[i].BusyPollInterval() // the effective value, as --check-config prints it
 	}
 	sec, err := readSecrets(&cfg, src.Getenv)
 	if err != nil {
-		return cfg, secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
+		return cfg, Secrets{}, fmt.Errorf("invalid configuration:\n%w", indent(err))
 	}
 	sec.Warnings = append(sec.Warnings, cfg.plainTextWarnings(sec)...)
 	return cfg, sec, nil

@@ -1,0 +1,17 @@
+// Package bench is `hmssync bench`: the benchmark harness behind BENCHMARKS.md.
+//
+// Run builds, per dialect and per run, a topology on this machine (an embedded
+// etcd, a fake metastore holding a template log, fake FEs answering after a set
+// latency, one master and two followers) and measures the backlog drain, the
+// follower lag, the steady-state latency, the FE statements and etcd writes per
+// event, the metastore calls of an idle minute, and each sidecar's CPU and peak
+// RSS, against the raw fetch rate of a bare loop over the same log. Every
+// figure is a median over the runs (Report).
+//
+// Each sidecar is a process of its own (RunSidecar, the hidden `hmssync bench
+// sidecar`), started from the caller's executable, so that CPU and memory are
+// read from the kernel for exactly that sidecar and the sidecars run the
+// production wiring (internal/sidecar) without sharing a heap with the fakes.
+// It is one of the few production packages that wire in the test doubles
+// (SPEC §1).
+package bench

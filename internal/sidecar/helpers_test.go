@@ -1,0 +1,41 @@
+package sidecar_test
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leakIgnores are goroutines of libraries that outlive their clients by design.
+var leakIgnores = []goleak.Option{
+	goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+	goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
+}

@@ -1,0 +1,80 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/agent"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/embedetcd"
+)
+
+// Run is `hmssync run` once the configuration is loaded: it runs one sidecar
+// until ctx ends (a signal), with its HTTP surface and, when configured, its
+// embedded etcd. level is the logger's, changed by /log/level; version is
+// reported in /status.
+func Run(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Logger, level zap.AtomicLevel, version string) error {
+	// finished disarms the shutdown watchdog below once everything, the
+	// embedded etcd included, has been closed.
+	finished := make(chan struct{})
+	defer close(finished)
+	if cfg.Etcd.EmbeddedDir != "" {
+		srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: cfg.Etcd.EmbeddedDir, ClientAddr: cfg.Etcd.EmbeddedListen})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		cfg.Etcd.Endpoints = srv.Endpoints()
+		log.Info("embedded etcd running", zap.Strings("endpoints", cfg.Etcd.Endpoints), zap.String("dir", cfg.Etcd.EmbeddedDir))
+	}
+	sc, err := New(ctx, cfg, sec, log, version)
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
+	}
+	pprofAccess := agent.PprofAccess(cfg.HTTP.Pprof)
+	hs := agent.NewHTTPServer(agent.WithPprof(sc.Agent.Handler(&agent.LogLevel{Level: &level, AllowRemote: cfg.HTTP.AllowRemoteLogLevel}), pprofAccess))
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", zap.Error(err))
+		}
+	}()
+	log.Info("http surface listening", zap.String("addr", ln.Addr().String()), zap.String("pprof", string(pprofAccess)))
+
+	// Whatever happens after the signal, the process ends within the shutdown
+	// timeout: an orchestrator waiting on a hung sidecar helps nobody.
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		t := time.NewTimer(cfg.ShutdownTimeout + time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			log.Error("shutdown did not finish in time; exiting", zap.Duration("shutdown_timeout", cfg.ShutdownTimeout))
+			_ = log.Sync()
+			os.Exit(1)
+		case <-finished:
+		}
+	}()
+
+	sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return nil
+}
