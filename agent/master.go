@@ -33,24 +33,9 @@ func (l *catalogLoop) masterStep(parent context.Context, term election.Term) (ou
 // parent outlives the step (the loop's context): a read-ahead started by this
 // step runs on into the next one.
 func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Term) (outcome, error) {
-	if err := l.syncLastSeen(ctx, term); err != nil {
-		return 0, err
+	if out, done, err := l.masterPrepare(ctx, term); done {
+		return out, err
 	}
-	if held, err := l.pauseKeyPresent(ctx); err != nil {
-		return 0, err
-	} else if held {
-		return paused, nil
-	}
-	// A cursor of another lineage (this member's durable cursor from before a
-	// log reset another master handled, say) is never committed nor applied
-	// from: the FE is refreshed into the committed lineage.
-	l.leaveStaleLineage(l.lastSeen)
-	// A commit left pending by an earlier failure (or by a previous term that
-	// applied but could not commit) goes first.
-	if err := l.commit(ctx, term, l.own); err != nil {
-		return 0, err
-	}
-
 	cur, err := l.currentEventID(ctx)
 	if err != nil {
 		return 0, err
@@ -59,36 +44,8 @@ func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Ter
 	if err != nil {
 		return 0, err
 	}
-	if recorded := l.lastSeen.Metastore; uuid != "" && recorded != "" && uuid != recorded {
-		l.log.Warn("the metastore is another database than the one the committed cursor belongs to (its db uuid changed); full refresh into a new epoch",
-			zap.String("metastore", uuid), zap.String("recorded", recorded), zap.Int64("hms_current", cur), zap.Int64("cursor", l.own))
-		return l.startLineage(ctx, term, cur, "reset", uuid)
-	}
-	if moved, err := l.checkFEApplied(ctx); err != nil || moved {
-		return again, err
-	}
-	// The highest id this lineage is known to have reached: the member's own
-	// cursor, or the committed one when this master is still catching up to
-	// it. A metastore whose current id is below it has a new log.
-	high := l.own
-	if committed := cursorValue(l.lastSeen); committed > high {
-		high = committed
-	}
-	switch {
-	case cur < high:
-		l.log.Warn("metastore's current event id is below the cursor: its notification log was reset (new metastore database?); full refresh into a new epoch",
-			zap.Int64("hms_current", cur), zap.Int64("cursor", l.own), zap.Int64("master_cursor", cursorValue(l.lastSeen)))
-		return l.startLineage(ctx, term, cur, "reset", uuid)
-	case l.own == -1:
-		// The id is read before the refresh: events after it are applied
-		// afterwards, so nothing that happens during the refresh is missed.
-		if err := l.fullRefresh(ctx, l.refreshReason, cur, true); err != nil {
-			return 0, err
-		}
-		l.setOwnIn(cur, l.lastSeen.Epoch)
-		return again, l.commitWith(ctx, term, cur, uuid)
-	case cur == l.own:
-		return idle, l.commitWith(ctx, term, cur, uuid)
+	if out, done, err := l.masterCheckLog(ctx, term, cur, uuid); done {
+		return out, err
 	}
 
 	var f hms.Fetch
@@ -142,6 +99,79 @@ func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Ter
 		// The log moved (by skipped events only): it is busy.
 		return drained, nil
 	}
+	return l.masterApplyFetched(ctx, parent, term, f, pre, cur, uuid)
+}
+
+// masterPrepare readies a cycle: the committed cursor read, the pause key
+// honoured, this member's cursor brought into the committed lineage and a
+// pending commit made. done says the cycle ends here with out, err.
+func (l *catalogLoop) masterPrepare(ctx context.Context, term election.Term) (out outcome, done bool, err error) {
+	if err := l.syncLastSeen(ctx, term); err != nil {
+		return 0, true, err
+	}
+	if held, err := l.pauseKeyPresent(ctx); err != nil {
+		return 0, true, err
+	} else if held {
+		return paused, true, nil
+	}
+	// A cursor of another lineage (this member's durable cursor from before a
+	// log reset another master handled, say) is never committed nor applied
+	// from: the FE is refreshed into the committed lineage.
+	l.leaveStaleLineage(l.lastSeen)
+	// A commit left pending by an earlier failure (or by a previous term that
+	// applied but could not commit) goes first.
+	if err := l.commit(ctx, term, l.own); err != nil {
+		return 0, true, err
+	}
+	return 0, false, nil
+}
+
+// masterCheckLog compares the metastore's log (its current id cur and its
+// identity uuid) with the lineage before anything is fetched: another
+// database, a log below what the lineage reached, an unknown cursor and an
+// idle log each end the cycle (done).
+func (l *catalogLoop) masterCheckLog(ctx context.Context, term election.Term, cur int64, uuid string) (out outcome, done bool, err error) {
+	if recorded := l.lastSeen.Metastore; uuid != "" && recorded != "" && uuid != recorded {
+		l.log.Warn("the metastore is another database than the one the committed cursor belongs to (its db uuid changed); full refresh into a new epoch",
+			zap.String("metastore", uuid), zap.String("recorded", recorded), zap.Int64("hms_current", cur), zap.Int64("cursor", l.own))
+		out, err := l.startLineage(ctx, term, cur, "reset", uuid)
+		return out, true, err
+	}
+	if moved, err := l.checkFEApplied(ctx); err != nil || moved {
+		return again, true, err
+	}
+	// The highest id this lineage is known to have reached: the member's own
+	// cursor, or the committed one when this master is still catching up to
+	// it. A metastore whose current id is below it has a new log.
+	high := l.own
+	if committed := cursorValue(l.lastSeen); committed > high {
+		high = committed
+	}
+	switch {
+	case cur < high:
+		l.log.Warn("metastore's current event id is below the cursor: its notification log was reset (new metastore database?); full refresh into a new epoch",
+			zap.Int64("hms_current", cur), zap.Int64("cursor", l.own), zap.Int64("master_cursor", cursorValue(l.lastSeen)))
+		out, err := l.startLineage(ctx, term, cur, "reset", uuid)
+		return out, true, err
+	case l.own == -1:
+		// The id is read before the refresh: events after it are applied
+		// afterwards, so nothing that happens during the refresh is missed.
+		if err := l.fullRefresh(ctx, l.refreshReason, cur, true); err != nil {
+			return 0, true, err
+		}
+		l.setOwnIn(cur, l.lastSeen.Epoch)
+		return again, true, l.commitWith(ctx, term, cur, uuid)
+	case cur == l.own:
+		return idle, true, l.commitWith(ctx, term, cur, uuid)
+	}
+	return 0, false, nil
+}
+
+// masterApplyFetched decodes the fetched batch f (pre: the read-ahead it came
+// from, if any), gathers more for a cluster-scope dialect draining a backlog,
+// applies and commits it.
+func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term election.Term, f hms.Fetch, pre *readAhead, cur int64, uuid string) (outcome, error) {
+	var err error
 	last := f.Last
 	// Draining a backlog with a cluster-scope dialect (Doris), read on before
 	// applying, so that one batch covers up to drainBatchEvents events: the

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -103,104 +104,131 @@ func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
 	if err != nil {
 		return ClusterStatus{}, fmt.Errorf("read %s/ from etcd: %w", root, err)
 	}
-	cs := ClusterStatus{Root: root, Revision: resp.Header.Revision, MasterCursors: map[string]int64{}, Epochs: map[string]int64{}}
-	members := map[string]*MemberView{}
-	view := func(name string) *MemberView {
-		if m, ok := members[name]; ok {
-			return m
-		}
-		m := &MemberView{Member: name, Role: "down", LeaseTTL: -1, Catalogs: map[string]MemberCatalog{}}
-		members[name] = m
+	b := &statusBuild{s: s, members: map[string]*MemberView{}, leases: map[string]clientv3.LeaseID{},
+		cs: ClusterStatus{Root: root, Revision: resp.Header.Revision, MasterCursors: map[string]int64{}, Epochs: map[string]int64{}}}
+	for _, kv := range resp.Kvs {
+		b.add(kv)
+	}
+	b.elect()
+	b.leaseTimes(ctx)
+	return b.finish(), nil
+}
+
+// statusBuild assembles a ClusterStatus from the keys of one read.
+type statusBuild struct {
+	s       *Store
+	cs      ClusterStatus
+	members map[string]*MemberView
+	cands   []candidate
+	leases  map[string]clientv3.LeaseID // of the members with a status key
+}
+
+// candidate is a member in the election, by its key's create revision.
+type candidate struct {
+	name string
+	rev  int64
+}
+
+// view is the member's entry, made on first sight.
+func (b *statusBuild) view(name string) *MemberView {
+	if m, ok := b.members[name]; ok {
 		return m
 	}
-	type candidate struct {
-		name string
-		rev  int64
-	}
-	var cands []candidate
-	leases := map[string]clientv3.LeaseID{}
+	m := &MemberView{Member: name, Role: "down", LeaseTTL: -1, Catalogs: map[string]MemberCatalog{}}
+	b.members[name] = m
+	return m
+}
 
-	for _, kv := range resp.Kvs {
-		key := string(kv.Key)
-		kind, member, catalog := s.keys.parseKey(key)
-		switch kind {
-		case kindPause:
-			cs.Paused, cs.PauseReason = true, string(kv.Value)
-		case kindCandidate:
-			cands = append(cands, candidate{string(kv.Value), kv.CreateRevision})
-		case kindMasterCursor:
-			c, err := parseCursor(key, kv, s.masterFix(catalog))
-			if err != nil {
-				cs.Problems = append(cs.Problems, err.Error())
-				continue
-			}
-			cs.MasterCursors[catalog] = c.Value
-			if _, ok := cs.Epochs[catalog]; !ok {
-				cs.Epochs[catalog] = 0
-			}
-		case kindMasterEpoch:
-			e, err := parseEpoch(key, kv, s.epochFix(catalog))
-			if err != nil {
-				cs.Problems = append(cs.Problems, err.Error())
-				continue
-			}
-			cs.Epochs[catalog] = e.value
-		case kindMemberEpoch, kindMemberCursor:
-			// A member's durable cursor and the epoch it belongs to.
-			m := view(member)
-			var v int64
-			var err error
-			if kind == kindMemberEpoch {
-				var e epoch
-				e, err = parseEpoch(key, kv, s.memberFix(member))
-				v = e.value
-			} else {
-				var c Cursor
-				c, err = parseCursor(key, kv, s.memberFix(member))
-				v = c.Value
-			}
-			if err != nil {
-				cs.Problems = append(cs.Problems, err.Error())
-				continue
-			}
-			mc := m.Catalogs[catalog]
-			if kind == kindMemberEpoch {
-				mc.StoredEpoch = &v
-			} else {
-				mc.StoredCursor = &v
-			}
-			m.Catalogs[catalog] = mc
-		case kindStatus:
-			var st MemberStatus
-			m := view(member)
-			if err := json.Unmarshal(kv.Value, &st); err != nil {
-				cs.Problems = append(cs.Problems, (&BadValueError{Key: key, Value: string(kv.Value),
-					Reason: "not a member status JSON: " + err.Error(), Fix: "the member replaces it when it next publishes; else etcdctl del it"}).Error())
-				continue
-			}
-			m.Live, m.Role, m.FEURL, m.Version, m.Time = true, st.Role, st.FEURL, st.Version, st.Time
-			for name, c := range st.Catalogs {
-				mc := m.Catalogs[name]
-				v := c.Cursor
-				mc.Cursor, mc.LastError = &v, c.LastError
-				m.Catalogs[name] = mc
-			}
-			leases[member] = clientv3.LeaseID(kv.Lease)
+// add takes one key of the cluster's subtree into the status; a value that
+// cannot be read becomes a Problem.
+func (b *statusBuild) add(kv *mvccpb.KeyValue) {
+	key := string(kv.Key)
+	kind, member, catalog := b.s.keys.parseKey(key)
+	switch kind {
+	case kindPause:
+		b.cs.Paused, b.cs.PauseReason = true, string(kv.Value)
+	case kindCandidate:
+		b.cands = append(b.cands, candidate{string(kv.Value), kv.CreateRevision})
+	case kindMasterCursor:
+		c, err := parseCursor(key, kv, b.s.masterFix(catalog))
+		if err != nil {
+			b.cs.Problems = append(b.cs.Problems, err.Error())
+			return
 		}
+		b.cs.MasterCursors[catalog] = c.Value
+		if _, ok := b.cs.Epochs[catalog]; !ok {
+			b.cs.Epochs[catalog] = 0
+		}
+	case kindMasterEpoch:
+		e, err := parseEpoch(key, kv, b.s.epochFix(catalog))
+		if err != nil {
+			b.cs.Problems = append(b.cs.Problems, err.Error())
+			return
+		}
+		b.cs.Epochs[catalog] = e.value
+	case kindMemberEpoch, kindMemberCursor:
+		// A member's durable cursor and the epoch it belongs to.
+		m := b.view(member)
+		var v int64
+		var err error
+		if kind == kindMemberEpoch {
+			var e epoch
+			e, err = parseEpoch(key, kv, b.s.memberFix(member))
+			v = e.value
+		} else {
+			var c Cursor
+			c, err = parseCursor(key, kv, b.s.memberFix(member))
+			v = c.Value
+		}
+		if err != nil {
+			b.cs.Problems = append(b.cs.Problems, err.Error())
+			return
+		}
+		mc := m.Catalogs[catalog]
+		if kind == kindMemberEpoch {
+			mc.StoredEpoch = &v
+		} else {
+			mc.StoredCursor = &v
+		}
+		m.Catalogs[catalog] = mc
+	case kindStatus:
+		var st MemberStatus
+		m := b.view(member)
+		if err := json.Unmarshal(kv.Value, &st); err != nil {
+			b.cs.Problems = append(b.cs.Problems, (&BadValueError{Key: key, Value: string(kv.Value),
+				Reason: "not a member status JSON: " + err.Error(), Fix: "the member replaces it when it next publishes; else etcdctl del it"}).Error())
+			return
+		}
+		m.Live, m.Role, m.FEURL, m.Version, m.Time = true, st.Role, st.FEURL, st.Version, st.Time
+		for name, c := range st.Catalogs {
+			mc := m.Catalogs[name]
+			v := c.Cursor
+			mc.Cursor, mc.LastError = &v, c.LastError
+			m.Catalogs[name] = mc
+		}
+		b.leases[member] = clientv3.LeaseID(kv.Lease)
 	}
+}
 
-	sort.Slice(cands, func(i, j int) bool { return cands[i].rev < cands[j].rev })
-	for _, c := range cands {
+// elect orders the candidates: the first is the master.
+func (b *statusBuild) elect() {
+	cs := &b.cs
+	sort.Slice(b.cands, func(i, j int) bool { return b.cands[i].rev < b.cands[j].rev })
+	for _, c := range b.cands {
 		cs.Candidates = append(cs.Candidates, c.name)
-		if m := view(c.name); !m.Live {
+		if m := b.view(c.name); !m.Live {
 			m.Role = "candidate, no status"
 		}
 	}
-	if len(cands) > 0 {
-		cs.Master = cands[0].name
+	if len(b.cands) > 0 {
+		cs.Master = b.cands[0].name
 	}
+}
 
-	for name, id := range leases {
+// leaseTimes asks etcd how long each live member's status lease has left.
+func (b *statusBuild) leaseTimes(ctx context.Context) {
+	cs, s := &b.cs, b.s
+	for name, id := range b.leases {
 		if id == clientv3.NoLease {
 			continue
 		}
@@ -211,10 +239,15 @@ func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
 			cs.Problems = append(cs.Problems, fmt.Sprintf("lease %x of member %s: %v", id, name, err))
 			continue
 		}
-		members[name].LeaseTTL = ttl.TTL
+		b.members[name].LeaseTTL = ttl.TTL
 	}
+}
 
-	for _, m := range members {
+// finish fills each member's cursor (its live one, else its stored one) and its
+// lag behind the master cursor, and lists the members by name.
+func (b *statusBuild) finish() ClusterStatus {
+	cs := b.cs
+	for _, m := range b.members {
 		for catalog, mc := range m.Catalogs {
 			if mc.Cursor == nil {
 				mc.Cursor = mc.StoredCursor
@@ -228,5 +261,5 @@ func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
 		cs.Members = append(cs.Members, *m)
 	}
 	sort.Slice(cs.Members, func(i, j int) bool { return cs.Members[i].Member < cs.Members[j].Member })
-	return cs, nil
+	return cs
 }
