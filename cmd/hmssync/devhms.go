@@ -59,9 +59,9 @@ func runDevHMS(c *cli.Context) error {
 	defer srv.Close()
 	stateDir := c.String("state")
 	if stateDir != "" {
-		loaded, err := loadDevHMSState(srv, stateDir)
+		loaded, err := srv.LoadStateDir(stateDir)
 		if err != nil {
-			return err
+			return fmt.Errorf("--state %s: %w", stateDir, err)
 		}
 		if loaded {
 			fmt.Fprintf(c.App.ErrWriter, "state loaded from %s: current event id %d\n", stateDir, srv.CurrentEventID())
@@ -80,9 +80,9 @@ func runDevHMS(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	wl := newDevWorkload(ctx, srv, c.Int64("seed"), func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, format, args...) })
-	defer wl.stop()
-	hs := &http.Server{Handler: wl.handler(srv.ControlHandler()), ReadHeaderTimeout: 10 * time.Second}
+	wl := hmstest.NewWorkloadControl(ctx, srv, c.Int64("seed"), func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, format, args...) })
+	defer wl.Stop()
+	hs := &http.Server{Handler: wl.Handler(srv.ControlHandler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 	tlsNote := ""
@@ -91,7 +91,7 @@ func runDevHMS(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "fake metastore on %s%s, control API on http://%s\n", srv.URI(), tlsNote, ln.Addr())
 	if rate := c.Float64("workload"); rate > 0 {
-		wl.start(rate, 0)
+		wl.Start(rate, 0)
 	}
 	saved := make(chan error, 1)
 	if stateDir != "" {
@@ -112,14 +112,14 @@ func runDevHMS(c *cli.Context) error {
 	if serr := hs.Shutdown(sctx); err == nil && serr != nil {
 		err = serr
 	}
-	wl.stop()
+	wl.Stop()
 	if serr := <-saved; err == nil && serr != nil {
 		err = serr
 	}
 	if stateDir != "" {
 		// The last save, after the workload stopped: nothing changes any more.
-		if serr := saveDevHMSState(srv, stateDir); err == nil && serr != nil {
-			err = serr
+		if serr := srv.SaveStateDir(stateDir); err == nil && serr != nil {
+			err = fmt.Errorf("--state %s: %w", stateDir, serr)
 		}
 	}
 	return err
@@ -140,8 +140,8 @@ func keepDevHMSState(ctx context.Context, srv *hmstest.Server, dir string) error
 		case <-t.C:
 		}
 		if now := (mark{srv.CurrentEventID(), srv.OldestEventID()}); now != last {
-			if err := saveDevHMSState(srv, dir); err != nil {
-				return err
+			if err := srv.SaveStateDir(dir); err != nil {
+				return fmt.Errorf("--state %s: %w", dir, err)
 			}
 			last = now
 		}

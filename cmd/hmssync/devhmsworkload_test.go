@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/hmssync/hmssync/hms/hmstest"
 )
 
 // devHMS runs `dev hms` with args in the background until the returned stop.
@@ -73,7 +75,7 @@ func TestDevHMSWorkloadControlAndState(t *testing.T) {
 	base := "http://" + control
 	stop := devHMS(t, control, "--state", dir)
 
-	var wl workloadState
+	var wl hmstest.WorkloadState
 	controlCall(t, http.MethodPost, base+"/workload", `{"rate":0,"events":30}`, &wl)
 	if !wl.Running || wl.Limit != 30 || wl.Seed != 1 || wl.StartedAfter != 0 {
 		t.Errorf("POST /workload answered %+v; want running, limit 30, seed 1, started after 0", wl)

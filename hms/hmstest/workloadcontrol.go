@@ -1,4 +1,4 @@
-package main
+package hmstest
 
 import (
 	"context"
@@ -8,15 +8,13 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-
-	"github.com/hmssync/hmssync/hms/hmstest"
 )
 
-// devWorkload runs the fake metastore's workload on request, for the /workload
-// routes of `dev hms`'s control API: process-level tests start it, stop it and
-// cap it at a number of events.
-type devWorkload struct {
-	srv  *hmstest.Server
+// WorkloadControl runs the fake metastore's workload on request, for the
+// /workload routes of its control API (`hmssync dev hms`): process-level tests
+// start it, stop it and cap it at a number of events.
+type WorkloadControl struct {
+	srv  *Server
 	ctx  context.Context // ends every run
 	logf func(format string, args ...any)
 
@@ -27,13 +25,13 @@ type devWorkload struct {
 
 // workloadRun is one run of the workload.
 type workloadRun struct {
-	state  workloadState
+	state  WorkloadState
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// workloadState is what GET /workload answers.
-type workloadState struct {
+// WorkloadState is what GET /workload answers: the latest run.
+type WorkloadState struct {
 	Running bool    `json:"running"`
 	Rate    float64 `json:"rate"`
 	Seed    int64   `json:"seed"`
@@ -45,17 +43,19 @@ type workloadState struct {
 	Error        string `json:"error,omitempty"`
 }
 
-func newDevWorkload(ctx context.Context, srv *hmstest.Server, seed int64, logf func(string, ...any)) *devWorkload {
-	return &devWorkload{srv: srv, ctx: ctx, logf: logf, nextSeed: seed}
+// NewWorkloadControl controls srv's workload; every run ends with ctx. Runs
+// take seeds from seed on; logf reports a run that failed.
+func NewWorkloadControl(ctx context.Context, srv *Server, seed int64, logf func(string, ...any)) *WorkloadControl {
+	return &WorkloadControl{srv: srv, ctx: ctx, logf: logf, nextSeed: seed}
 }
 
-// start stops the running workload, if any, and starts one at rate events per
+// Start stops the running workload, if any, and starts one at rate events per
 // second (0: as fast as possible) that stops after limit events (0: never).
 // Each run has a seed of its own, the first unused one from --seed on: a
 // workload owns databases named after its seed, so a run may not reuse one
 // whose databases exist (after a restart with --state, say).
-func (w *devWorkload) start(rate float64, limit int) workloadState {
-	w.stop()
+func (w *WorkloadControl) Start(rate float64, limit int) WorkloadState {
+	w.Stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	dbs := w.srv.Databases()
@@ -64,12 +64,12 @@ func (w *devWorkload) start(rate float64, limit int) workloadState {
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	r := &workloadRun{cancel: cancel, done: make(chan struct{}),
-		state: workloadState{Running: true, Rate: rate, Seed: w.nextSeed, Limit: limit, StartedAfter: w.srv.CurrentEventID()}}
+		state: WorkloadState{Running: true, Rate: rate, Seed: w.nextSeed, Limit: limit, StartedAfter: w.srv.CurrentEventID()}}
 	w.nextSeed++
 	w.run = r
 	go func() {
 		defer close(r.done)
-		err := hmstest.Workload{Rate: rate, Seed: r.state.Seed, Events: limit}.Run(ctx, w.srv)
+		err := Workload{Rate: rate, Seed: r.state.Seed, Events: limit}.Run(ctx, w.srv)
 		w.mu.Lock()
 		r.state.Running = false
 		if err != nil {
@@ -83,38 +83,39 @@ func (w *devWorkload) start(rate float64, limit int) workloadState {
 	return r.state
 }
 
-// stop ends the running workload, if any, and waits for it.
-func (w *devWorkload) stop() workloadState {
+// Stop ends the running workload, if any, and waits for it.
+func (w *WorkloadControl) Stop() WorkloadState {
 	w.mu.Lock()
 	r := w.run
 	w.mu.Unlock()
 	if r == nil {
-		return workloadState{}
+		return WorkloadState{}
 	}
 	r.cancel()
 	<-r.done
-	return w.state()
+	return w.State()
 }
 
-func (w *devWorkload) state() workloadState {
+// State is the latest run's (zero before the first).
+func (w *WorkloadControl) State() WorkloadState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.run == nil {
-		return workloadState{}
+		return WorkloadState{}
 	}
 	return w.run.state
 }
 
-// handler serves GET, POST and DELETE /workload and passes everything else to
+// Handler serves GET, POST and DELETE /workload and passes everything else to
 // next (the fake metastore's own control API).
-func (w *devWorkload) handler(next http.Handler) http.Handler {
+func (w *WorkloadControl) Handler(next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", next)
 	mux.HandleFunc("GET /workload", func(rw http.ResponseWriter, _ *http.Request) {
-		writeDevJSON(rw, http.StatusOK, w.state())
+		writeJSON(rw, http.StatusOK, w.State())
 	})
 	mux.HandleFunc("DELETE /workload", func(rw http.ResponseWriter, _ *http.Request) {
-		writeDevJSON(rw, http.StatusOK, w.stop())
+		writeJSON(rw, http.StatusOK, w.Stop())
 	})
 	mux.HandleFunc("POST /workload", func(rw http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -122,22 +123,16 @@ func (w *devWorkload) handler(next http.Handler) http.Handler {
 			Events int     `json:"events"`
 		}
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil && err != io.EOF {
-			writeDevJSON(rw, http.StatusBadRequest, map[string]string{"error": `body: want {"rate": events per second, "events": stop after N (0: never)}: ` + err.Error()})
+			writeJSON(rw, http.StatusBadRequest, map[string]string{"error": `body: want {"rate": events per second, "events": stop after N (0: never)}: ` + err.Error()})
 			return
 		}
 		if req.Rate < 0 || req.Events < 0 || (req.Rate == 0 && req.Events == 0) {
 			// Rate 0 without a limit would append as fast as the machine
 			// allows, for ever.
-			writeDevJSON(rw, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("rate %v, events %d: want rate > 0 (events per second), or rate 0 (as fast as possible) with events > 0 (stop after that many; 0: until stopped)", req.Rate, req.Events)})
+			writeJSON(rw, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("rate %v, events %d: want rate > 0 (events per second), or rate 0 (as fast as possible) with events > 0 (stop after that many; 0: until stopped)", req.Rate, req.Events)})
 			return
 		}
-		writeDevJSON(rw, http.StatusOK, w.start(req.Rate, req.Events))
+		writeJSON(rw, http.StatusOK, w.Start(req.Rate, req.Events))
 	})
 	return mux
-}
-
-func writeDevJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
