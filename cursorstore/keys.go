@@ -3,7 +3,8 @@ package cursorstore
 import (
 	"fmt"
 	"strings"
-	"unicode"
+
+	"github.com/hmssync/hmssync/internal/names"
 )
 
 // DefaultPrefix is etcd.prefix's default.
@@ -29,7 +30,7 @@ func newKeys(prefix, cluster string) (keys, error) {
 }
 
 // ClusterPrefix returns `<prefix>/<cluster>`, the subtree of one cluster, after
-// checking both.
+// checking both by the rules of internal/names (the same as the configuration's).
 func ClusterPrefix(prefix, cluster string) (string, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -38,6 +39,9 @@ func ClusterPrefix(prefix, cluster string) (string, error) {
 		return "", fmt.Errorf("etcd prefix %q: must start with /", prefix)
 	}
 	prefix = strings.TrimRight(prefix, "/")
+	if err := names.Prefix(prefix); err != nil {
+		return "", fmt.Errorf("etcd prefix %w", err)
+	}
 	if err := ValidateName("cluster", cluster); err != nil {
 		return "", err
 	}
@@ -45,16 +49,18 @@ func ClusterPrefix(prefix, cluster string) (string, error) {
 }
 
 // ValidateName checks a cluster, member or catalog name that becomes one segment
-// of an etcd key: not empty, no '/', no spaces or control characters (they would
-// make keys ambiguous or unreadable in etcdctl).
+// of an etcd key, by the rules of internal/names: the configuration checks
+// names with the same rules, so a name it accepts is one the store accepts.
 func ValidateName(kind, name string) error {
-	if name == "" {
-		return fmt.Errorf("%s name is empty", kind)
+	check := names.Catalog
+	switch kind {
+	case "cluster":
+		check = names.Cluster
+	case "member":
+		check = names.Member
 	}
-	for _, r := range name {
-		if r == '/' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return fmt.Errorf("%s name %q: must not contain '/', spaces or control characters (it is part of etcd keys)", kind, name)
-		}
+	if err := check(name); err != nil {
+		return fmt.Errorf("%s name %w (it is part of etcd keys)", kind, err)
 	}
 	return nil
 }

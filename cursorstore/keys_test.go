@@ -30,6 +30,24 @@ func TestClusterPrefixAndNames(t *testing.T) {
 	}
 }
 
+// The store checks names by the configuration's rules (internal/names), so a
+// name that the configuration refuses is refused here too, and the reverse.
+func TestStoreNamesFollowTheConfigurationRules(t *testing.T) {
+	for _, bad := range []string{"-lead", "a*b", "é", "a:b", string(make([]byte, 129))} {
+		if err := cursorstore.ValidateName("catalog", bad); err == nil {
+			t.Errorf("ValidateName(catalog, %q) accepted a name the configuration refuses", bad)
+		}
+	}
+	for _, good := range []string{"hive", "doris-fe-0", "fe_1.prod", "Hive"} {
+		if err := cursorstore.ValidateName("member", good); err != nil {
+			t.Errorf("ValidateName(member, %q): %v", good, err)
+		}
+	}
+	if _, err := cursorstore.ClusterPrefix("/hms sync", "prod"); err == nil {
+		t.Error("ClusterPrefix accepted a prefix with a space")
+	}
+}
+
 func TestKeyLayoutIsSpec4(t *testing.T) {
 	s := cursorstore.New(nil, "", "prod", 0, nil)
 	for got, want := range map[string]string{
