@@ -137,9 +137,6 @@ func (l *catalogLoop) masterCheckLog(ctx context.Context, term election.Term, cu
 		out, err := l.startLineage(ctx, term, cur, "reset", uuid)
 		return out, true, err
 	}
-	if moved, err := l.checkFEApplied(ctx); err != nil || moved {
-		return again, true, err
-	}
 	// The highest id this lineage is known to have reached: the member's own
 	// cursor, or the committed one when this master is still catching up to
 	// it. A metastore whose current id is below it has a new log.
@@ -163,6 +160,11 @@ func (l *catalogLoop) masterCheckLog(ctx context.Context, term election.Term, cu
 		return again, true, l.commitWith(ctx, term, cur, uuid)
 	case cur == l.own:
 		return idle, true, l.commitWith(ctx, term, cur, uuid)
+	}
+	// Something is to be applied: the FE first says it still holds what it
+	// was sent (an idle poll does not ask it).
+	if moved, err := l.checkFEApplied(ctx); err != nil || moved {
+		return again, true, err
 	}
 	return 0, false, nil
 }

@@ -78,7 +78,7 @@ func newMetrics() *metrics {
 		applySeconds:   hist("apply_duration_seconds", "Latency of applying a batch (or a full refresh) to the FE.", "catalog", "kind"),
 		commitSeconds:  hist("commit_duration_seconds", "Latency of the fenced master cursor commit to etcd.", "catalog"),
 		feStatements:   counter("fe_statements_total", "Statements (doris) or requests (native, log) sent to the FE, by result: ok, transient, deterministic, auth, configuration.", "catalog", "result"),
-		fullRefreshes:  counter("full_refreshes_total", "Full catalog refreshes, by reason: initial, gap, reset, self_heal, operator.", "catalog", "reason"),
+		fullRefreshes:  counter("full_refreshes_total", "Full catalog refreshes, by reason: initial, gap, reset, self_heal, operator, epoch (this member's cursor was of another lineage), fe_behind (the FE reported less than it was sent).", "catalog", "reason"),
 		selfHeals:      counter("self_heals_total", "Deterministic failures healed by resetting the cursor to -1, by reason: decode, apply.", "catalog", "reason"),
 		retries:        counter("retries_total", "Failed steps retried, by class: transient (in place, with backoff), deterministic (a full refresh that failed deterministically, with backoff), auth, configuration and hms_config (slowly, every retry.auth_interval).", "catalog", "class"),
 		role:           gauge("role", "1 for this member's current role (master or follower), 0 otherwise.", "role"),

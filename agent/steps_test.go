@@ -446,3 +446,25 @@ func TestMasterAdoptsOperatorRaise(t *testing.T) {
 		t.Fatalf("committed %d@%d with %d refreshes; want 30 at epoch 0 and no refresh", store.cursor, store.epoch, r.fe.refreshes())
 	}
 }
+
+// The master of a local-scope dialect asks its own FE too, before it applies
+// the next batch: an FE restarted empty gets a full refresh, not the batch.
+func TestMasterRefreshesItsFERestartedEmpty(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 10)
+	store := newMemStore()
+	store.commitAs(10, 0)
+	seedMember(store, "m0", 10, 0)
+	r := newRig(t, log, store, rigOpts{report: true})
+	r.fe.applied = 10
+	r.becomeMaster()
+	r.run(5)
+	r.fe.mu.Lock()
+	r.fe.applied = -1 // restarted empty
+	r.fe.mu.Unlock()
+	log.add("ALTER_TABLE", 3)
+	r.run(10)
+	if r.fe.refreshes() != 1 || store.cursor != 13 {
+		t.Fatalf("FE full refreshes %d, committed %d; want 1 refresh and 13 committed", r.fe.refreshes(), store.cursor)
+	}
+}
