@@ -42,6 +42,15 @@ func (s *Server) IgnoreSkipList(on bool) {
 	s.log.ignoreSkip = on
 }
 
+// IgnoreRequestFilters makes get_next_notification ignore the request's
+// catName, dbName and tableNames, as servers older than Hive 4 do (Thrift
+// skips fields it does not know).
+func (s *Server) IgnoreRequestFilters(on bool) {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	s.log.ignoreFilters = on
+}
+
 func (s *Server) ignoresSkipList() bool {
 	s.log.mu.Lock()
 	defer s.log.mu.Unlock()
