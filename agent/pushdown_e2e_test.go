@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
@@ -122,4 +123,40 @@ func TestPushdownGapFullRefreshOnce(t *testing.T) {
 		t.Errorf("hmssync_full_refreshes_total{reason=\"gap\"} = %v, want 1", got)
 	}
 	h.checkPushedDown("a")
+}
+
+// Followers read the whole log (bounded by the master cursor), never filtered:
+// a filtered fetch's ids are bounded by the metastore's current id, not by the
+// number of events asked for, so it could read past the master cursor.
+// NoPushdown (filter_pushdown: false) keeps the master on the whole log too.
+func TestPushdownMasterOnly(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		h := newHarness(t, harnessOpts{include: []string{`a\..*`}, noPushdown: off})
+		h.mustHMS(h.hms.CreateDatabase("a"))
+		h.mustHMS(h.hms.CreateDatabase("x"))
+		h.hms.RecordFetches()
+		h.start(0, memberOpts{})
+		h.start(1, memberOpts{})
+		m := h.master(5 * time.Second)
+		for i := range 10 {
+			h.mustHMS(h.hms.CreateTable(hmstest.Table{DB: "x", Name: fmt.Sprintf("x%d", i)}))
+			h.mustHMS(h.hms.CreateTable(hmstest.Table{DB: "a", Name: fmt.Sprintf("a%d", i)}))
+		}
+		h.awaitApplied(0)
+		h.awaitApplied(1)
+		h.checkDatabase(0, "a")
+		h.checkDatabase(1, "a")
+		filtered := map[string]int{}
+		for _, f := range h.hms.Fetches() {
+			if f.DB != "" {
+				filtered[f.User]++
+			}
+		}
+		switch {
+		case off && len(filtered) > 0:
+			t.Errorf("NoPushdown: filtered fetches %v", filtered)
+		case !off && (filtered[m.name] == 0 || len(filtered) != 1):
+			t.Errorf("filtered fetches by member %v; want some by the master %s only", filtered, m.name)
+		}
+	}
 }
