@@ -71,6 +71,11 @@ type Client struct {
 	// dbName, as Hive 3 does not): NextEventsOfDatabases then reads the log
 	// unfiltered until the next connection, which may reach another server.
 	filterIgnored atomic.Bool
+	// largestReply is the most events one get_next_notification answered on
+	// this connection: the server's cap on answers
+	// (hive.metastore.max.event.response) is at least that, so an answer
+	// with fewer events than that, and fewer than asked for, is complete.
+	largestReply atomic.Int64
 }
 
 // NewClient validates cfg and returns a client; it does not connect.
@@ -253,6 +258,7 @@ func (c *Client) connect(ctx context.Context) error {
 		cn.uri = c.uris[idx]
 		c.conn, c.next = cn, idx
 		c.filterIgnored.Store(false)
+		c.largestReply.Store(0)
 		fields := []zap.Field{zap.String("uri", cn.uri)}
 		if cn.qop != "" {
 			fields = append(fields, zap.String("sasl_qop", cn.qop))
@@ -321,6 +327,12 @@ func (c *Client) nextNotificationOf(ctx context.Context, after int64, max int, s
 		r, err := cl.GetNextNotification(ctx, req)
 		if err == nil {
 			evs = r.Events
+			for n := int64(len(evs)); ; {
+				old := c.largestReply.Load()
+				if n <= old || c.largestReply.CompareAndSwap(old, n) {
+					break
+				}
+			}
 		}
 		return err
 	})

@@ -61,7 +61,9 @@ func PushdownDatabase(db string) bool {
 // server that ignores the filter): the consumer keeps filtering them.
 //
 // The batch is complete up to Last: the lowest last id among the streams that
-// came back full (limit events), or the current id read before the fetches when
+// came back full (limit events, or as many as the server may cap its answers
+// at: a short answer no shorter than the largest one seen is checked with a
+// one-event read after it), or the current id read before the fetches when
 // none did; events above Last are left for the next fetch. Ids the streams
 // skip over are normal, so a gap is told by the oldest retained event, as with
 // a skip list: beyond after+1, events after the requested id were cleaned.
@@ -103,10 +105,23 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 		if err != nil {
 			return Fetch{}, err
 		}
-		if limit > 0 && len(raw) >= asked && len(raw) > 0 {
+		switch {
+		case limit > 0 && len(raw) >= asked && len(raw) > 0:
 			// Full: later events of this stream may lie below the others'
 			// last ids; the batch is complete only up to this one's.
-			bound = min(bound, raw[min(len(raw), asked)-1].EventId)
+			bound = min(bound, raw[asked-1].EventId)
+		case len(raw) > 0 && int64(len(raw)) >= c.largestReply.Load():
+			// Short, but perhaps only because the server caps its answers
+			// below what was asked (Hive's hive.metastore.max.event.response):
+			// complete only if nothing of the stream follows up to the bound.
+			last := raw[len(raw)-1].EventId
+			next, _, err := c.fetchHalving(ctx, last, 1, s.skip, s.db)
+			if err != nil {
+				return Fetch{}, err
+			}
+			if len(next) > 0 && next[0].EventId <= bound {
+				bound = min(bound, last)
+			}
 		}
 		for _, t := range raw {
 			if s.db != "" && t.GetDbName() != s.db && !c.filterIgnored.Swap(true) {

@@ -38,6 +38,9 @@ type eventLog struct {
 	// names (identity.go).
 	uuid                      string
 	ignoreSkip, ignoreFilters bool
+	// maxResponse caps get_next_notification's answers (0: no cap), as
+	// Hive's hive.metastore.max.event.response does.
+	maxResponse int
 }
 
 func newEventLog() eventLog {
@@ -157,6 +160,9 @@ func (l *eventLog) served(id int64, max int, skip []string, catalog, db *string,
 	defer l.mu.Unlock()
 	if l.ignoreFilters {
 		catalog, db, tables = nil, nil, nil
+	}
+	if l.maxResponse > 0 && (max <= 0 || max >= l.maxResponse) {
+		max = l.maxResponse // Hive: the request's maxEvents if positive and below the cap, else the cap
 	}
 	norm := func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 	var tableNames []string

@@ -51,6 +51,15 @@ func (s *Server) IgnoreRequestFilters(on bool) {
 	s.log.ignoreFilters = on
 }
 
+// SetMaxEventResponse caps the events one get_next_notification answer
+// carries (0: no cap), as Hive's hive.metastore.max.event.response does
+// (default 1,000,000): a request for more gets n, however many follow.
+func (s *Server) SetMaxEventResponse(n int) {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	s.log.maxResponse = n
+}
+
 func (s *Server) ignoresSkipList() bool {
 	s.log.mu.Lock()
 	defer s.log.mu.Unlock()
