@@ -10,10 +10,17 @@ import (
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
 )
 
-// Reading a few databases of the log (push-down). Hive 4 filters
-// get_next_notification on the event header's dbName (ObjectStore:
-// `dbName == normalizeIdentifier(request dbName)`, so events without a dbName,
-// such as transaction events, never match). The header does not always name the
+// Reading a few databases of the log (push-down). Hive 4.0.1's
+// get_next_notification (HMSHandler passes the request to
+// ObjectStore.getNextNotification, read from its bytecode) adds to its JDOQL
+// filter `catalogName == normalizeIdentifier(catName)`, `dbName ==
+// normalizeIdentifier(dbName)` and `tableName == t1 || …` for the request
+// fields that are set (normalizeIdentifier trims and lower-cases the request's
+// name; the stored header is compared as it is, so an event without a dbName,
+// such as a transaction event, never matches), besides the skip list, and
+// answers at most min(maxEvents, hive.metastore.max.event.response) events.
+// catName is not sent: the decoder keeps events that carry no catalog, which
+// that filter would drop. The header does not always name the
 // database an event changes: ALTER_TABLE carries the table's new database (a
 // table renamed out of an included database into another one is logged under
 // the other one), ALTER_DATABASE the old name (a database renamed into an
@@ -124,7 +131,9 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 			}
 		}
 		for _, t := range raw {
-			if s.db != "" && t.GetDbName() != s.db && !c.filterIgnored.Swap(true) {
+			// EqualFold: a metastore database with case-insensitive
+			// collation (MySQL's default) matches "Sales" to "sales".
+			if s.db != "" && !strings.EqualFold(t.GetDbName(), s.db) && !c.filterIgnored.Swap(true) {
 				c.log.Warn("the metastore ignores get_next_notification's dbName filter (older than Hive 4?); reading the whole log until the next connection",
 					zap.String("db", s.db), zap.String("event_db", t.GetDbName()), zap.Int64("event_id", t.EventId))
 			}
