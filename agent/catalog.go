@@ -23,6 +23,9 @@ type catalogLoop struct {
 	log *zap.Logger
 	// watch follows the committed master cursor.
 	watch *masterCursorWatch
+	// pushDBs are the databases the include patterns confine the catalog to,
+	// asked of the metastore by name (push-down); nil: the whole log.
+	pushDBs []string
 
 	// own is the id of the last event applied to this member's FE (-1: unknown,
 	// the next step full-refreshes). ownLoaded says whether it was read from etcd.
@@ -108,6 +111,12 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 		a: a, cat: cat, log: log, own: -1, feSent: -1, refreshReason: "initial",
 		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
 		poll:  newPollSchedule(cat.BusyPollInterval, cat.PollInterval),
+	}
+	if !cat.NoPushdown {
+		l.pushDBs = pushdownDatabases(cat.Include)
+	}
+	if len(l.pushDBs) > 0 {
+		log.Info("the master asks the metastore for the events of the included databases only", zap.Strings("databases", l.pushDBs))
 	}
 	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)

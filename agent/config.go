@@ -72,6 +72,11 @@ type Catalog struct {
 	// database-level changes) that must match the whole subject (anchor them:
 	// ^(?:…)$). Empty Include means everything.
 	Include, Exclude []*regexp.Regexp
+	// NoPushdown keeps the master reading the whole log even when Include
+	// names the databases literally (pushdownDatabases): for a metastore
+	// whose notification listener names other databases in event headers
+	// than Hive's does.
+	NoPushdown bool
 }
 
 // Retry is the waiting policy after failures.

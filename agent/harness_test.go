@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,9 @@ type harnessOpts struct {
 	poll     time.Duration // default 50ms
 	batch    int           // default 20
 	skip     []string      // catalogs' skip_event_types
+	include  []string      // catalogs' include patterns (anchored as the configuration does)
+	// noPushdown is the catalogs' NoPushdown.
+	noPushdown bool
 	// hms are options of the harness's metastore (e.g. hmstest.WithSASL).
 	hms []hmstest.Option
 	// kerberos, if set, is every member's hms_auth: with WithSASL in hms, the
@@ -257,6 +261,7 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		Catalogs: []agent.Catalog{{
 			Name: testCatalog, Source: hc, Decoder: hms.Decoder{}, BatchSize: h.o.batch,
 			PollInterval: mo.poll, CallTimeout: 2 * time.Second, SkipEventTypes: h.o.skip,
+			Include: anchoredPatterns(h.o.include), NoPushdown: h.o.noPushdown,
 		}},
 		Retry:      agent.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, AuthInterval: 300 * time.Millisecond},
 		StuckAfter: mo.stuckAfter,
@@ -543,4 +548,14 @@ func (h *harness) awaitEvents(id int64) {
 		cur := h.hms.CurrentEventID()
 		return cur >= id, fmt.Sprintf("at %d", cur)
 	})
+}
+
+// anchoredPatterns compiles include or exclude patterns as the configuration
+// does (internal/config.CompileFull): matching the whole subject.
+func anchoredPatterns(ps []string) []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for _, p := range ps {
+		out = append(out, regexp.MustCompile(`^(?:`+p+`)$`))
+	}
+	return out
 }

@@ -30,10 +30,13 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 }
 
 // fetch reads up to max events after the id after. With serverSkip the skip
-// list goes to the metastore, which then counts only kept events towards max;
-// without it the metastore returns every type and the skipped ones are dropped
-// here, so that max bounds the ids read (a follower must not read past the
-// master cursor).
+// list goes to the metastore, which then counts only kept events towards max,
+// and so, when the include patterns name the catalog's databases (l.pushDBs),
+// does the database filter (push-down: the ids read are then bounded by the
+// current id, not by max). Without serverSkip the metastore returns every
+// event and the skipped ones are dropped here, so that max bounds the ids read
+// (a follower must not read past the master cursor). Since l.pushDBs is fixed
+// for the loop, serverSkip is all a read-ahead's key needs to say about this.
 func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSkip bool) (hms.Fetch, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
 	defer cancel()
@@ -42,7 +45,13 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 		skip = nil
 	}
 	start := time.Now()
-	f, err := l.cat.Source.NextEvents(ctx, after, max, skip)
+	var f hms.Fetch
+	var err error
+	if src, ok := l.cat.Source.(DatabaseEventSource); ok && serverSkip && len(l.pushDBs) > 0 {
+		f, err = src.NextEventsOfDatabases(ctx, after, max, skip, l.pushDBs)
+	} else {
+		f, err = l.cat.Source.NextEvents(ctx, after, max, skip)
+	}
 	l.progressed()
 	l.a.m.fetchSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	if err != nil {

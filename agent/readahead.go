@@ -22,6 +22,9 @@ import (
 //   - the same role and term (a role change discards it),
 //   - from the member's cursor as it is now, within the same epochs (own and
 //     committed: an epoch change discards it),
+//   - with the same serverSkip, which decides both the skip list sent and
+//     whether the master reads the included databases only (push-down; the
+//     databases are fixed for the loop, pipeline.go fetch),
 //   - asking for no more than the step would, and for a follower ending at or
 //     below the master cursor the step acts on, so that a follower still never
 //     reads past it,

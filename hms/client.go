@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -65,6 +66,16 @@ type Client struct {
 		uuid string
 		ok   bool
 	}
+	// filterIgnored is set when the metastore answered a database-filtered
+	// fetch with events of other databases (it does not know the request's
+	// dbName, as Hive 3 does not): NextEventsOfDatabases then reads the log
+	// unfiltered until the next connection, which may reach another server.
+	filterIgnored atomic.Bool
+	// largestReply is the most events one get_next_notification answered on
+	// this connection: the server's cap on answers
+	// (hive.metastore.max.event.response) is at least that, so an answer
+	// with fewer events than that, and fewer than asked for, is complete.
+	largestReply atomic.Int64
 }
 
 // NewClient validates cfg and returns a client; it does not connect.
@@ -246,6 +257,8 @@ func (c *Client) connect(ctx context.Context) error {
 		}
 		cn.uri = c.uris[idx]
 		c.conn, c.next = cn, idx
+		c.filterIgnored.Store(false)
+		c.largestReply.Store(0)
 		fields := []zap.Field{zap.String("uri", cn.uri)}
 		if cn.qop != "" {
 			fields = append(fields, zap.String("sasl_qop", cn.qop))
@@ -292,6 +305,12 @@ func (c *Client) OldestEventID(ctx context.Context) (id int64, ok bool, err erro
 }
 
 func (c *Client) nextNotification(ctx context.Context, after int64, max int, skipTypes []string) ([]*hmsthrift.NotificationEvent, error) {
+	return c.nextNotificationOf(ctx, after, max, skipTypes, "")
+}
+
+// nextNotificationOf is nextNotification asking, when db is not empty, for the
+// events whose header names database db only (Hive 4's dbName filter).
+func (c *Client) nextNotificationOf(ctx context.Context, after int64, max int, skipTypes []string, db string) ([]*hmsthrift.NotificationEvent, error) {
 	req := &hmsthrift.NotificationEventRequest{LastEvent: after}
 	if max > 0 {
 		m := int32(min(max, 1<<31-1))
@@ -300,11 +319,20 @@ func (c *Client) nextNotification(ctx context.Context, after int64, max int, ski
 	if len(skipTypes) > 0 {
 		req.EventTypeSkipList = skipTypes
 	}
+	if db != "" {
+		req.DbName = &db
+	}
 	var evs []*hmsthrift.NotificationEvent
 	err := c.callLimited(ctx, c.limit("get_next_notification", eventElements(max)), func(ctx context.Context, cl *hmsthrift.ThriftHiveMetastoreClient) error {
 		r, err := cl.GetNextNotification(ctx, req)
 		if err == nil {
 			evs = r.Events
+			for n := int64(len(evs)); ; {
+				old := c.largestReply.Load()
+				if n <= old || c.largestReply.CompareAndSwap(old, n) {
+					break
+				}
+			}
 		}
 		return err
 	})

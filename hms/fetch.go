@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
 )
 
 // Continuity says how a fetched batch relates to the id it was fetched after.
@@ -52,8 +54,8 @@ type Fetch struct {
 	// or skipped; the requested id when none. A consumer that applied Events may
 	// move its cursor to Last.
 	Last int64
-	// Current is the metastore's current event id when NextEvents had to read it
-	// (an empty batch), else 0.
+	// Current is the metastore's current event id when the fetch read it (by
+	// NextEvents, an empty batch; by NextEventsOfDatabases, always), else 0.
 	Current int64
 }
 
@@ -69,13 +71,7 @@ type Fetch struct {
 // again with half as many events, down to one, so that a backlog of large
 // events is read in smaller batches rather than refused for ever.
 func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes []string) (Fetch, error) {
-	raw, err := c.nextNotification(ctx, after, max, skipTypes)
-	for max > 1 && errors.Is(err, ErrReplyTooLarge) && ctx.Err() == nil {
-		max /= 2
-		c.log.Warn("metastore reply over its byte budget; asking for fewer events",
-			zap.Int64("after", after), zap.Int("max_events", max), zap.Int64("max_reply_bytes", c.cfg.MaxReplyBytes))
-		raw, err = c.nextNotification(ctx, after, max, skipTypes)
-	}
+	raw, max, err := c.fetchHalving(ctx, after, max, skipTypes, "")
 	if err != nil {
 		return Fetch{}, err
 	}
@@ -137,4 +133,19 @@ func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes
 		}
 	}
 	return f, nil
+}
+
+// fetchHalving is nextNotificationOf asking again with half as many events,
+// down to one, while the reply is over the client's byte budget
+// (MaxReplyBytes), so that a backlog of large events is read in smaller
+// batches rather than refused for ever. It returns the max it last asked for.
+func (c *Client) fetchHalving(ctx context.Context, after int64, max int, skipTypes []string, db string) ([]*hmsthrift.NotificationEvent, int, error) {
+	raw, err := c.nextNotificationOf(ctx, after, max, skipTypes, db)
+	for max > 1 && errors.Is(err, ErrReplyTooLarge) && ctx.Err() == nil {
+		max /= 2
+		c.log.Warn("metastore reply over its byte budget; asking for fewer events",
+			zap.Int64("after", after), zap.Int("max_events", max), zap.Int64("max_reply_bytes", c.cfg.MaxReplyBytes), zap.String("db", db))
+		raw, err = c.nextNotificationOf(ctx, after, max, skipTypes, db)
+	}
+	return raw, max, err
 }

@@ -3,6 +3,7 @@ package hmstest
 import (
 	"compress/gzip"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +34,13 @@ type eventLog struct {
 	now    func() time.Time
 	gz     *gzip.Writer // reused: a new writer costs more than compressing a message
 	// uuid is the metastore's db uuid ("" none), ignoreSkip whether requests'
-	// skip lists are ignored (identity.go).
-	uuid       string
-	ignoreSkip bool
+	// skip lists are ignored, ignoreFilters their catalog, database and table
+	// names (identity.go).
+	uuid                      string
+	ignoreSkip, ignoreFilters bool
+	// maxResponse caps get_next_notification's answers (0: no cap), as
+	// Hive's hive.metastore.max.event.response does.
+	maxResponse int
 }
 
 func newEventLog() eventLog {
@@ -137,6 +142,43 @@ func (l *eventLog) after(id int64, max int, skip []string, catalog, db string, t
 			(catalog != "" && e.Catalog != "" && e.Catalog != catalog) ||
 			(db != "" && e.DB != db) ||
 			(len(tables) > 0 && !contains(tables, e.Table)) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// served returns what Hive 4's get_next_notification returns (ObjectStore
+// getNextNotification): up to max events with ids above id, leaving out the
+// skipped types and, when the request sets them, the events whose header
+// catName, dbName or tableName differ from the request's trimmed, lower-cased
+// names. Headers are compared as stored, so an event without a dbName never
+// matches a dbName filter.
+func (l *eventLog) served(id int64, max int, skip []string, catalog, db *string, tables []string) []hms.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ignoreFilters {
+		catalog, db, tables = nil, nil, nil
+	}
+	if l.maxResponse > 0 && (max <= 0 || max >= l.maxResponse) {
+		max = l.maxResponse // Hive: the request's maxEvents if positive and below the cap, else the cap
+	}
+	norm := func(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+	var tableNames []string
+	for _, t := range tables {
+		tableNames = append(tableNames, norm(t))
+	}
+	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].ID > id })
+	var out []hms.Event
+	for _, e := range l.events[i:] {
+		if max > 0 && len(out) == max {
+			break
+		}
+		if contains(skip, e.Type) ||
+			(catalog != nil && e.Catalog != norm(*catalog)) ||
+			(db != nil && e.DB != norm(*db)) ||
+			(len(tableNames) > 0 && !contains(tableNames, e.Table)) {
 			continue
 		}
 		out = append(out, e)

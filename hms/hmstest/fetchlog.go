@@ -18,10 +18,14 @@ type ServedFetch struct {
 	// After and Max are the request's last event id and max events.
 	After int64
 	Max   int
-	// Events is how many events the answer carried, Highest the largest id
-	// among them (After when there were none).
-	Events  int
-	Highest int64
+	// DB is the request's dbName filter ("" none).
+	DB string
+	// Events is how many events the answer carried, MessageBytes the length
+	// of their messages (what dominates a reply's size), Highest the largest
+	// id among them (After when there were none).
+	Events       int
+	MessageBytes int
+	Highest      int64
 }
 
 // RecordFetches starts recording every answered get_next_notification call.

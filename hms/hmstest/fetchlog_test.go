@@ -34,10 +34,10 @@ func TestFetchLogNamesTheConsumer(t *testing.T) {
 	fetch("alice", 1, 2)
 	fetch("bob", 3, 10)
 	fetch("", 5, 10)
-	// Events 2..3 for alice, 4..5 for bob, nothing after 5.
+	// Events 2..3 for alice, 4..5 for bob (messages of 2 bytes), nothing after 5.
 	want := []hmstest.ServedFetch{
-		{User: "alice", After: 1, Max: 2, Events: 2, Highest: 3},
-		{User: "bob", After: 3, Max: 10, Events: 2, Highest: 5},
+		{User: "alice", After: 1, Max: 2, Events: 2, MessageBytes: 4, Highest: 3},
+		{User: "bob", After: 3, Max: 10, Events: 2, MessageBytes: 4, Highest: 5},
 		{User: "", After: 5, Max: 10, Events: 0, Highest: 5},
 	}
 	if got := s.Fetches(); !reflect.DeepEqual(got, want) {

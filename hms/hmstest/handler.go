@@ -33,17 +33,20 @@ func (h handler) GetNextNotification(ctx context.Context, r *hmsthrift.Notificat
 	if h.s.ignoresSkipList() {
 		skip = nil // as servers older than Hive 3 do: they do not know the field
 	}
-	evs := h.s.log.after(r.LastEvent, int(r.GetMaxEvents()), skip, r.GetCatName(), r.GetDbName(), r.TableNames)
+	evs := h.s.log.served(r.LastEvent, int(r.GetMaxEvents()), skip, r.CatName, r.DbName, r.TableNames)
 	if repeatRequested(ctx) {
 		evs = h.s.log.withDuplicates(r.LastEvent, evs)
 	}
 	resp := &hmsthrift.NotificationEventResponse{Events: make([]*hmsthrift.NotificationEvent, len(evs))}
 	highest := r.LastEvent
+	bytes := 0
 	for i, e := range evs {
 		resp.Events[i] = thriftEvent(e)
 		highest = max(highest, e.ID)
+		bytes += len(e.Message)
 	}
-	h.s.recordFetch(ServedFetch{User: connOf(ctx).userName(), After: r.LastEvent, Max: int(r.GetMaxEvents()), Events: len(evs), Highest: highest})
+	h.s.recordFetch(ServedFetch{User: connOf(ctx).userName(), After: r.LastEvent, Max: int(r.GetMaxEvents()), DB: r.GetDbName(),
+		Events: len(evs), MessageBytes: bytes, Highest: highest})
 	return resp, nil
 }
 

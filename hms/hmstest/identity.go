@@ -42,6 +42,24 @@ func (s *Server) IgnoreSkipList(on bool) {
 	s.log.ignoreSkip = on
 }
 
+// IgnoreRequestFilters makes get_next_notification ignore the request's
+// catName, dbName and tableNames, as servers older than Hive 4 do (Thrift
+// skips fields it does not know).
+func (s *Server) IgnoreRequestFilters(on bool) {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	s.log.ignoreFilters = on
+}
+
+// SetMaxEventResponse caps the events one get_next_notification answer
+// carries (0: no cap), as Hive's hive.metastore.max.event.response does
+// (default 1,000,000): a request for more gets n, however many follow.
+func (s *Server) SetMaxEventResponse(n int) {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	s.log.maxResponse = n
+}
+
 func (s *Server) ignoresSkipList() bool {
 	s.log.mu.Lock()
 	defer s.log.mu.Unlock()

@@ -78,6 +78,9 @@ type Catalog struct {
 	SkipEventTypes []string      `yaml:"skip_event_types"`
 	Include        []string      `yaml:"include"`
 	Exclude        []string      `yaml:"exclude"`
+	// FilterPushdown (default true): when include names its databases
+	// literally, the master asks the metastore for their events only.
+	FilterPushdown bool `yaml:"filter_pushdown"`
 }
 
 // HTTP is the status, metrics and admin listener (http).
@@ -151,6 +154,8 @@ func CatalogDefaults(name string) Catalog {
 		BatchSize:    1000,
 		PollInterval: time.Second,
 		BusyPoll:     busyPollUnset,
+		// Push-down reads the same changes as the whole log (agent/pushdown.go).
+		FilterPushdown: true,
 	}
 }
 

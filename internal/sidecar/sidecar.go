@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		cat := agent.Catalog{
 			Name: cc.Name, Source: hc, Decoder: hms.Decoder{Catalog: cc.HMSCatalog},
 			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
-			CallTimeout: cc.HMSTimeout,
+			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown,
 		}
 		for _, p := range cc.Include {
 			re, _ := config.CompileFull(p) // validated

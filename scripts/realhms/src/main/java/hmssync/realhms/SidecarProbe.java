@@ -15,9 +15,11 @@ import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
 /**
  * Probes for the sidecar checks of run-e2e.sh (sidecar-checks.sh), over HTTP:
  * <ul>
- * <li>{@code converge --hms URI --fe URL,URL --timeout S}: waits until every fake FE's cache
- *     (the catalog's databases, tables and partitions in {@code GET URL/_fetest/state}) equals the
- *     metastore's state read with the Hive client; exit 1 with the differences otherwise;</li>
+ * <li>{@code converge --hms URI --fe URL,URL --timeout S [--database D]}: waits until every fake
+ *     FE's cache (the catalog's databases, tables and partitions in {@code GET URL/_fetest/state})
+ *     equals the metastore's state read with the Hive client (with {@code --database}, database D
+ *     only: a sidecar whose catalog includes D alone leaves the others as its first refresh found
+ *     them); exit 1 with the differences otherwise;</li>
  * <li>{@code master --http URL,URL}: prints the index of the member whose {@code /master} answers
  *     200 (exactly one must);</li>
  * <li>{@code full-refreshes --http URL,URL [--reason R]}: prints the sum of
@@ -64,6 +66,7 @@ public final class SidecarProbe {
     List<String> fes = List.of(a.value("fe", null).split(","));
     String catalog = a.value("catalog", "hive");
     int timeout = a.intValue("timeout", 120);
+    String database = a.value("database", "");
     a.rejectUnknown();
     long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
     String last = "";
@@ -73,11 +76,17 @@ public final class SidecarProbe {
         Map<String, Map<String, List<String>>> s = Workload.Snapshot.take(c);
         truth = JSON.valueToTree(s);
       }
+      if (!database.isEmpty()) {
+        truth = truth.path(database);
+      }
       StringBuilder diff = new StringBuilder();
       for (String fe : fes) {
         JsonNode got;
         try {
           got = feCache(JSON.readTree(get(fe + "/_fetest/state", 200)), catalog);
+          if (!database.isEmpty()) {
+            got = got.path(database);
+          }
         } catch (Exception e) {
           diff.append("  ").append(fe).append(": ").append(Workload.oneLine(e)).append('\n');
           continue;
