@@ -165,6 +165,13 @@ type MetastoreSidecar struct {
 	// their totals in seconds.
 	StageMS      map[string]Spread `json:"stage_ms_per_call"`
 	StageSeconds map[string]Spread `json:"stage_seconds_total"`
+	// Where each round ended, as etcd and the FE tell it: the committed
+	// master cursor, and (native) the event id the FE reports applied, both
+	// the backlog's last; the FE requests (doris: statements; native:
+	// batches) the drain made.
+	MasterCursors []int64 `json:"master_cursor_at_end"`
+	FEApplied     []int64 `json:"fe_applied_event_id_at_end,omitempty"`
+	FERequests    []int   `json:"fe_requests"`
 }
 
 // MetastoreReport is the output of `hmssync bench metastore`.
@@ -206,6 +213,9 @@ type drainSample struct {
 	cpu                 time.Duration
 	peakRSS             int64
 	stages              stageTimes
+	masterCursor        int64 // committed, read from etcd at the end
+	feApplied           int64 // native: what the FE reports applied at the end
+	feRequests          int
 }
 
 // RunMetastore measures o.Rounds rounds, each: raw fetch, fetch+decode
@@ -571,6 +581,16 @@ func (e *drainEnv) drain(ctx context.Context, bin SidecarBinary, dialect string,
 	if err := checkDrained(fe, dialect, o.To, s.stages); err != nil {
 		return s, fmt.Errorf("%s: %w", label, err)
 	}
+	mc, err := store.MasterCursor(ctx, benchCatalog)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", label, err)
+	}
+	s.masterCursor, s.feApplied = mc.Value, fe.AppliedEventID(benchCatalog)
+	if dialect == applier.DialectNative {
+		s.feRequests = len(fe.Changes())
+	} else {
+		s.feRequests = len(fe.Statements())
+	}
 	mt := t.obs.masterTrack()
 	elected := t.obs.electedAt()
 	if elected.IsZero() {
@@ -677,6 +697,11 @@ func sidecarFigures(bin SidecarBinary, dialect string, runs []drainSample, event
 	for _, s := range runs {
 		if s.fellBack {
 			sc.FirstCommitFallback++
+		}
+		sc.MasterCursors = append(sc.MasterCursors, s.masterCursor)
+		sc.FERequests = append(sc.FERequests, s.feRequests)
+		if dialect == applier.DialectNative {
+			sc.FEApplied = append(sc.FEApplied, s.feApplied)
 		}
 	}
 	sc.Commits = col(func(s drainSample) float64 { return float64(s.commits) })

@@ -35,10 +35,12 @@ import org.apache.hadoop.hive.metastore.api.Table;
  *
  * <p>{@code --threads} workers, each with its own client and its own tables, write
  * concurrently: the metastore serialises the notification sequence, but the calls' other work
- * (Derby, the warehouse directories) overlaps. alter_partitions is the one batch call among
- * them: one call, one ALTER_PARTITION event per partition in Hive 4.0 (one ALTER_PARTITIONS
- * event where Hive batches them). The workers stop once the log has grown by the target, so
- * the backlog overshoots it by at most one cycle per worker.
+ * (Derby, the warehouse directories) overlaps. alter_partitions is the batch call that makes
+ * the backlog quick to write: one call over a table's newest {@code --alter-batch} partitions,
+ * one ALTER_PARTITION event per partition in Hive 4.0 (one ALTER_PARTITIONS event where Hive
+ * batches them), as a job updating many partitions' parameters does; so ALTER_PARTITION is the
+ * most frequent event type. The workers stop once the log has grown by the target, so the
+ * backlog overshoots it by at most one cycle per worker.
  *
  * <p>Prints {@code BACKLOG DONE from_event_id=N to_event_id=M events=K seconds=S} last, after
  * reading the log back and counting its events by type and database (one line each).
@@ -57,11 +59,13 @@ public final class Backlog {
   private final String warehouse;
   private final long from;
   private final long target;
+  private final int alterBatch;
   private final AtomicBoolean stop = new AtomicBoolean();
   private final AtomicLong calls = new AtomicLong();
 
-  private Backlog(String uri, String warehouse, long from, long target) {
+  private Backlog(String uri, String warehouse, long from, long target, int alterBatch) {
     this.uri = uri;
+    this.alterBatch = alterBatch;
     this.warehouse = warehouse;
     this.from = from;
     this.target = target;
@@ -76,11 +80,12 @@ public final class Backlog {
     int tables = a.intValue("tables", 32);
     int smallShare = a.intValue("small-share", 15);
     int threads = a.intValue("threads", 8);
+    int alterBatch = a.intValue("alter-batch", 30);
     String warehouse = a.value("warehouse", null);
     a.rejectUnknown();
-    if (events < 1 || databases < 2 || tables < databases || smallShare < 1 || smallShare > 50 || threads < 1) {
+    if (events < 1 || databases < 2 || tables < databases || smallShare < 1 || smallShare > 50 || threads < 1 || alterBatch < 1) {
       throw new IllegalArgumentException("want --events >= 1, --databases >= 2, --tables >= --databases, "
-          + "--small-share 1..50 (percent), --threads >= 1");
+          + "--small-share 1..50 (percent), --threads >= 1, --alter-batch >= 1");
     }
 
     long t0 = System.nanoTime();
@@ -102,7 +107,7 @@ public final class Backlog {
         }
       }
     }
-    Backlog b = new Backlog(uri, warehouse, from, events);
+    Backlog b = new Backlog(uri, warehouse, from, events, alterBatch);
     // Tables are dealt to the workers round-robin, so each worker has tables of several databases.
     List<List<String[]>> mine = new ArrayList<>();
     for (int w = 0; w < threads; w++) {
@@ -175,12 +180,14 @@ public final class Backlog {
   private void work(int worker, List<String[]> tables) throws Exception {
     try (HiveMetaStoreClient c = Workload.connect(uri)) {
       int[] next = new int[tables.size()]; // next partition number per table
+      List<List<List<String>>> live = new ArrayList<>(); // each table's partitions, oldest first
+      for (int i = 0; i < tables.size(); i++) {
+        live.add(new ArrayList<>());
+      }
       for (int cycle = 0; !stop.get(); cycle++) {
-        String[] dt = tables.get(cycle % tables.size());
-        String db = dt[0];
-        String tbl = dt[1];
         int ti = cycle % tables.size();
-        cycle(c, db, tbl, worker, cycle / tables.size(), next, ti);
+        String[] dt = tables.get(ti);
+        cycle(c, dt[0], dt[1], worker, cycle / tables.size(), next, ti, live.get(ti));
         if (c.getCurrentNotificationEventId().getEventId() - from >= target) {
           stop.set(true);
         }
@@ -189,22 +196,23 @@ public final class Backlog {
   }
 
   /**
-   * One cycle on one table, about 15 events: ADDS_PER_CYCLE add_partition calls, one
-   * alter_partitions call over them, an INSERT into one of them, DROPS_PER_CYCLE
-   * drop_partition calls; every 4th round also an ALTER_TABLE, every 10th an add_partitions
-   * call with 5 partitions (one event) and an unpartitioned table created (CREATE_TABLE).
+   * One cycle on one table: ADDS_PER_CYCLE add_partition calls (one event each); one
+   * alter_partitions call over the table's newest alterBatch partitions (one event per
+   * partition); an INSERT into the newest; DROPS_PER_CYCLE drop_partition calls on the oldest.
+   * Every 4th round also an ALTER_TABLE; every 10th an add_partitions call with 5 partitions (one
+   * event) and a new unpartitioned table (CREATE_TABLE).
    */
-  private void cycle(HiveMetaStoreClient c, String db, String tbl, int worker, int round, int[] next, int ti) throws Exception {
-    List<List<String>> vals = new ArrayList<>();
+  private void cycle(HiveMetaStoreClient c, String db, String tbl, int worker, int round, int[] next, int ti,
+      List<List<String>> live) throws Exception {
     for (int i = 0; i < ADDS_PER_CYCLE; i++) {
       List<String> v = values(next[ti]++);
       c.add_partition(partition(db, tbl, v));
       calls.incrementAndGet();
-      vals.add(v);
+      live.add(v);
     }
     // The partitions as the metastore holds them (locations, times), changed in one parameter.
     List<String> names = new ArrayList<>();
-    for (List<String> v : vals) {
+    for (List<String> v : live.subList(Math.max(0, live.size() - alterBatch), live.size())) {
       names.add(Warehouse.makePartName(PART_KEYS, v));
     }
     List<Partition> ps = c.getPartitionsByNames(db, tbl, names);
@@ -213,10 +221,10 @@ public final class Backlog {
     }
     c.alter_partitions(db, tbl, ps);
     calls.addAndGet(2);
-    insert(c, db, tbl, vals.get(ADDS_PER_CYCLE - 1));
+    insert(c, db, tbl, live.get(live.size() - 1));
     calls.incrementAndGet();
-    for (int i = 0; i < DROPS_PER_CYCLE; i++) {
-      c.dropPartition(db, tbl, vals.get(i), false);
+    for (int i = 0; i < DROPS_PER_CYCLE && live.size() > ADDS_PER_CYCLE; i++) {
+      c.dropPartition(db, tbl, live.remove(0), false);
       calls.incrementAndGet();
     }
     if (round % 4 == 3) {
@@ -228,7 +236,9 @@ public final class Backlog {
     if (round % 10 == 9) {
       List<Partition> more = new ArrayList<>();
       for (int i = 0; i < 5; i++) {
-        more.add(partition(db, tbl, values(next[ti]++)));
+        List<String> v = values(next[ti]++);
+        more.add(partition(db, tbl, v));
+        live.add(v);
       }
       c.add_partitions(more);
       c.createTable(table(db, "u" + worker + "_" + tbl + "_" + round, warehouse, List.of()));
