@@ -25,6 +25,8 @@
 #   REALHMS_BENCH_BEFORE      an older hmssync binary: its `run` is measured as "before" beside this
 #                             tree's as "after", in the same window
 #   REALHMS_BENCH_AFTER       the binary measured as "after" (default: this tree's build)
+#   REALHMS_BENCH_INCLUDE     the sidecars' catalogs[].include, comma-separated db.table regular
+#                             expressions (e.g. 'bench_d0\..*': the one database of about 15%)
 #   REALHMS_BENCH_DIR         keep the metastore (and its backlog) in this directory; a later run
 #                             with the same directory reuses the backlog instead of writing it again
 #   REALHMS_BENCH_DERBY_SYNC  1 makes Derby sync its log on every commit (default 0: the backlog is
@@ -95,6 +97,7 @@ bench_main() {
 	elif [ -n "${REALHMS_BENCH_AFTER:-}" ]; then
 		args+=(--sidecar "after=$REALHMS_BENCH_AFTER")
 	fi
+	if [ -n "${REALHMS_BENCH_INCLUDE:-}" ]; then args+=(--include "$REALHMS_BENCH_INCLUDE"); fi
 	log "measuring: hmssync ${args[*]}"
 	if ! "$HMSSYNC" "${args[@]}" >"$WORK/report.md" 2> >(tee "$WORK/progress.log" >&2); then
 		fail "hmssync bench metastore (progress in $WORK/progress.log)"
