@@ -40,8 +40,7 @@ stdout.`,
 			&cli.StringFlag{Name: "json-file", Usage: "also write the JSON object to this file"},
 			&cli.StringFlag{Name: "profile-dir", Usage: "write each sidecar's CPU and allocation profiles (pprof) into this directory"},
 		},
-		Subcommands: []*cli.Command{benchSidecarCommand()},
-		// The one subcommand is hidden: the help stays that of a plain command.
+		Subcommands:     []*cli.Command{benchMetastoreCommand(), benchSidecarCommand()},
 		HideHelpCommand: true,
 		Action: func(c *cli.Context) error {
 			o := bench.Options{
@@ -91,6 +90,78 @@ func benchSidecarCommand() *cli.Command {
 			if code := bench.RunSidecar(c.String("config"), c.String("profile"), buildVersion()); code != 0 {
 				return cli.Exit(fmt.Sprintf("bench sidecar %s: exit %d", c.String("config"), code), code)
 			}
+			return nil
+		},
+	}
+}
+
+// benchMetastoreCommand measures a metastore's existing backlog
+// (bench.RunMetastore); scripts/realhms/bench.sh runs it against a real Hive
+// Metastore.
+func benchMetastoreCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "metastore",
+		Usage: "measure raw fetch, fetch+decode and sidecar drains over a backlog already in a metastore",
+		Description: `Measures the events (--from, --to] of the metastore at --hms, --rounds times,
+interleaved: the raw fetch (a bare get_next_notification loop, --batch-size
+events a call), the fetch with every event decoded (sequentially, and with the
+next fetch in flight while a batch decodes), and, for each --sidecar binary and
+each of --dialects, one sidecar ("BINARY run --config FILE") draining the backlog
+into a fake FE, with an embedded etcd in which its cursors start at --from. Its
+drain runs from its first commit to the commit reaching --to. Prints min, median
+and max per figure, the ratio of each to the same round's raw fetch, and each
+sidecar's CPU, peak RSS and step times (from its /metrics). Nothing is written
+to the metastore. Progress goes to stderr, the table (or --json) to stdout.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "hms", Required: true, Usage: "the metastore's thrift://host:port"},
+			&cli.Int64Flag{Name: "from", Required: true, Usage: "the backlog starts after this event id"},
+			&cli.Int64Flag{Name: "to", Required: true, Usage: "the backlog's last event id"},
+			&cli.IntFlag{Name: "batch-size", Value: 1000, Usage: "events per fetch (and the sidecars' catalogs[].batch_size)"},
+			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "rounds; each measures every figure once"},
+			&cli.StringFlag{Name: "dialects", Value: "doris,native", Usage: "comma-separated dialects of the sidecar drains (empty: no drain)"},
+			&cli.StringSliceFlag{Name: "sidecar", Usage: "`LABEL=PATH` of an hmssync binary whose run is measured; repeat for before/after (default: this binary, labelled this)"},
+			&cli.StringFlag{Name: "include", Usage: "comma-separated catalogs[].include patterns (db.table regular expressions) of the sidecars"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of the table"},
+			&cli.StringFlag{Name: "json-file", Usage: "also write the JSON object to this file"},
+		},
+		Action: func(c *cli.Context) error {
+			o := bench.MetastoreOptions{
+				HMS: c.String("hms"), From: c.Int64("from"), To: c.Int64("to"), BatchSize: c.Int("batch-size"),
+				Rounds: c.Int("rounds"), Dialects: config.SplitList(c.String("dialects")), Include: config.SplitList(c.String("include")),
+				Command: "hmssync " + strings.Join(os.Args[1:], " "),
+			}
+			for _, s := range c.StringSlice("sidecar") {
+				b, err := bench.ParseSidecarBinary(s)
+				if err != nil {
+					return err
+				}
+				o.Sidecars = append(o.Sidecars, b)
+			}
+			if len(o.Sidecars) == 0 {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("bench metastore: find this binary to run its sidecar: %w", err)
+				}
+				o.Sidecars = []bench.SidecarBinary{{Label: "this", Path: exe}}
+			}
+			if err := o.Check(); err != nil {
+				return err
+			}
+			ctx, stop := signalContext(c.Context)
+			defer stop()
+			rep, err := bench.RunMetastore(ctx, o, c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			if p := c.String("json-file"); p != "" {
+				if err := rep.WriteJSONFile(p); err != nil {
+					return err
+				}
+			}
+			if c.Bool("json") {
+				return rep.WriteJSON(c.App.Writer)
+			}
+			rep.WriteTable(c.App.Writer)
 			return nil
 		},
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/goleak"
+
+	"github.com/hmssync/hmssync/hms/hmstest"
 )
 
 // TestBenchTinyRun runs the whole bench at a tiny size, sidecar processes
@@ -169,4 +171,45 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// TestBenchMetastoreWiring runs `bench metastore` over the fake metastore
+// without drains (--dialects ""), checking that the flags reach the
+// measurement and the JSON comes out; and that a bad --sidecar is refused by
+// name. The measurement itself is tested in internal/bench.
+func TestBenchMetastoreWiring(t *testing.T) {
+	defer goleak.VerifyNone(t, leakIgnores...)
+	srv := hmstest.NewServer()
+	defer srv.Close()
+	if err := hmstest.Preload(srv, 300, hmstest.BenchMix); err != nil {
+		t.Fatal(err)
+	}
+	var out, progress bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, &progress
+	err := app.Run([]string{"hmssync", "bench", "metastore", "--hms", srv.URI(), "--from", "100", "--to", "300",
+		"--batch-size", "50", "--rounds", "2", "--dialects", "", "--json"})
+	if err != nil {
+		t.Fatalf("bench metastore: %v\nprogress:\n%s", err, progress.String())
+	}
+	var rep struct {
+		From, To, Events int64
+		BatchSize        int `json:"batch_size"`
+		Rounds           int
+		Figures          []struct{ Name string }
+		Sidecars         []any
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+	}
+	if rep.From != 100 || rep.To != 300 || rep.Events != 200 || rep.BatchSize != 50 || rep.Rounds != 2 || len(rep.Figures) != 3 || len(rep.Sidecars) != 0 {
+		t.Errorf("report %+v: want (100, 300], 200 events, batch 50, 2 rounds, the three fetch loops and no sidecar", rep)
+	}
+
+	app = newApp()
+	app.Writer, app.ErrWriter = &out, &progress
+	err = app.Run([]string{"hmssync", "bench", "metastore", "--hms", srv.URI(), "--from", "100", "--to", "300", "--sidecar", "/tmp/hmssync"})
+	if err == nil || !strings.Contains(err.Error(), "LABEL=PATH") {
+		t.Errorf("a --sidecar without a label: %v, want it refused naming LABEL=PATH", err)
+	}
 }

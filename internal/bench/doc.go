@@ -14,4 +14,10 @@
 // production wiring (internal/sidecar) without sharing a heap with the fakes.
 // It is one of the few production packages that wire in the test doubles
 // (SPEC §1).
+//
+// RunMetastore (`hmssync bench metastore`, driven by scripts/realhms/bench.sh)
+// measures against a metastore that already holds a backlog, such as a real
+// Hive Metastore: the raw fetch, the fetch with every event decoded, and
+// `BINARY run` sidecars of one or more binaries draining it from cursors
+// seeded at its start, rounds interleaved.
 package bench

@@ -16,6 +16,7 @@ import (
 type stageTimes struct {
 	fetch, decode, apply, commit       float64 // seconds
 	fetches, decodes, applies, commits float64 // observations
+	fullRefreshes                      float64 // hmssync_full_refreshes_total, every reason
 }
 
 // scrapeStages reads the stage histograms from a sidecar's /metrics.
@@ -54,6 +55,10 @@ func scrapeStages(ctx context.Context, addr string) (stageTimes, error) {
 		}
 		v, err := strconv.ParseFloat(rest[i+1:], 64)
 		if err != nil {
+			continue
+		}
+		if name == "hmssync_full_refreshes_total" {
+			st.fullRefreshes += v
 			continue
 		}
 		if p := fields[name]; p != nil {

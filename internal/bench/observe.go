@@ -54,6 +54,9 @@ type etcdObserver struct {
 	revs    int            // distinct revisions seen (write transactions)
 	lastRev int64
 	err     error
+	// elected is when the first election key was seen: a lone sidecar is
+	// master from then on.
+	elected time.Time
 }
 
 // Key kinds counted in etcdObserver.puts.
@@ -117,6 +120,9 @@ func (o *etcdObserver) record(now time.Time, key, value string) {
 		o.puts[keyStatus]++
 	case strings.HasPrefix(rest, "election/"):
 		o.puts[keyElection]++
+		if o.elected.IsZero() {
+			o.elected = now
+		}
 	default:
 		o.puts[keyOther]++
 	}
@@ -149,6 +155,13 @@ func (o *etcdObserver) memberTrack(member string) cursorTrack {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append(cursorTrack(nil), o.members[member]...)
+}
+
+// electedAt is when the first election key was seen (zero: not yet).
+func (o *etcdObserver) electedAt() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.elected
 }
 
 // watchErr is the last error the watch reported.

@@ -7,10 +7,20 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
+
+// dieWithParent makes the kernel send the child SIGTERM when the bench process
+// dies, however it dies: a sidecar started as `hmssync run` (which, unlike
+// `bench sidecar`, does not watch its standard input) must not outlive the
+// bench and keep committing to a metastore benchmark's etcd.
+func dieWithParent(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}
 
 // clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat: 100 on
 // every Linux architecture Go supports.

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"errors"
+	"os/exec"
 	"time"
 )
 
@@ -16,3 +17,7 @@ func processCPU(int) (time.Duration, error) { return 0, errNoProc }
 func processPeakRSS(int) (int64, error)     { return 0, errNoProc }
 func loadAverage() string                   { return "unknown" }
 func machineDescription() string            { return "unknown" }
+
+// dieWithParent has no portable equivalent of Linux's parent-death signal: a
+// child is stopped by the bench as it ends, but not when the bench is killed.
+func dieWithParent(*exec.Cmd) {}

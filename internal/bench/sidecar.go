@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -108,26 +109,40 @@ func startBenchChild(dir string, args []string, cfg config.Config, profilePrefix
 	if err != nil {
 		return nil, fmt.Errorf("bench: find this program to start the sidecars from it: %w", err)
 	}
-	logPath := filepath.Join(dir, cfg.Member+".log")
+	args = append(append([]string(nil), args...), "--config", cfgPath)
+	if profilePrefix != "" {
+		args = append(args, "--profile", profilePrefix)
+	}
+	return startChild(dir, cfg.Member, exe, args)
+}
+
+// startChild starts exe with args as the child name, its output going to
+// name.log in dir. The environment is this process's without the HMSSYNC_…
+// settings, which would otherwise override the configuration file the bench
+// wrote (flags > environment > file) and change what is measured.
+func startChild(dir, name, exe string, args []string) (*benchChild, error) {
+	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("bench: sidecar log: %w", err)
 	}
 	defer logFile.Close()
-	args = append(append([]string(nil), args...), "--config", cfgPath)
-	if profilePrefix != "" {
-		args = append(args, "--profile", profilePrefix)
-	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HMSSYNC_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	dieWithParent(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("bench: sidecar stdin: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: start sidecar %s (%s): %w", cfg.Member, exe, err)
+		return nil, fmt.Errorf("bench: start sidecar %s (%s): %w", name, exe, err)
 	}
-	c := &benchChild{name: cfg.Member, cmd: cmd, stdin: stdin, logPath: logPath, done: make(chan struct{})}
+	c := &benchChild{name: name, cmd: cmd, stdin: stdin, logPath: logPath, done: make(chan struct{})}
 	go func() {
 		c.waitErr = cmd.Wait()
 		close(c.done)

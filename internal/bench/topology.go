@@ -421,27 +421,12 @@ func (t *topology) finish(ctx context.Context, last int64) error {
 // drainFigures derives the drain's rates, batches, lags and touched objects from
 // the cursor moves of events (from, to].
 func (s *runSample) drainFigures(obs *etcdObserver, tmpl *benchTemplate, from, to int64, appended time.Time) error {
-	mt := obs.masterTrack()
-	var commits cursorTrack
-	for _, m := range mt {
-		if m.value > from && m.value <= to {
-			commits = append(commits, m)
-		}
-	}
-	if len(commits) == 0 {
-		return errors.New("no master commit observed during the drain")
+	commits, start, events, err := drainCommits(obs.masterTrack(), from, to, appended)
+	if err != nil {
+		return err
 	}
 	s.drainBatches = len(commits)
-	// The rates run from the master's first commit: before it the master may
-	// still have been waiting out its poll interval, which says nothing about
-	// its speed. A drain done in one batch has no interval, and the watch may
-	// deliver two moves of a tiny drain in one response (at one time): then
-	// the rate is measured from the append (a lower bound).
-	first, end := commits[0], commits[len(commits)-1]
-	start, events := first.at, to-first.value
-	if len(commits) == 1 || !end.at.After(first.at) {
-		start, events = appended, to-from
-	}
+	end := commits[len(commits)-1]
 	s.drainMasterEPS = perSecond(events, end.at.Sub(start))
 	for i, m := range s.memberNames {
 		if i == s.masterIndex {
@@ -467,6 +452,31 @@ func (s *runSample) drainFigures(obs *etcdObserver, tmpl *benchTemplate, from, t
 		prev = c.value
 	}
 	return nil
+}
+
+// drainCommits are the master's commits of the drain of (from, to] in mt, and
+// what its rate is measured over: events from start to the last commit. The
+// rate runs from the master's first commit: before it the master may still
+// have been waiting out its poll interval (or starting), which says nothing
+// about its speed. A drain done in one batch has no interval, and the watch may
+// deliver two moves of a tiny drain in one response (at one time): then the
+// rate is measured from fallback (the append; a lower bound), over all the
+// events.
+func drainCommits(mt cursorTrack, from, to int64, fallback time.Time) (commits cursorTrack, start time.Time, events int64, err error) {
+	for _, m := range mt {
+		if m.value > from && m.value <= to {
+			commits = append(commits, m)
+		}
+	}
+	if len(commits) == 0 {
+		return nil, time.Time{}, 0, errors.New("no master commit observed during the drain")
+	}
+	first, end := commits[0], commits[len(commits)-1]
+	start, events = first.at, to-first.value
+	if len(commits) == 1 || !end.at.After(first.at) {
+		start, events = fallback, to-from
+	}
+	return commits, start, events, nil
 }
 
 // steadyFigures derives the steady phase's latencies (append → applied on every

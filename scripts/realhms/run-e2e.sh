@@ -39,6 +39,8 @@
 # Environment: REALHMS_PROFILES (default "hive4 hive3"), REALHMS_FORMATS (default "json gzip"),
 # REALHMS_KEEP=1 keeps the work directory, REALHMS_M2 sets Maven's local repository,
 # REALHMS_KERBEROS_ONLY=1 runs only the Kerberos checks.
+#
+# bench.sh (the real-metastore benchmark, not run by CI) sources this file for its functions.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -310,6 +312,10 @@ run_kerberos_checks() { # profile
 }
 
 # ---- main ----------------------------------------------------------------------------------------
+
+# bench.sh sources this file for its functions (tools, Maven, the metastore, hmssync) and runs a
+# main of its own: when sourced, stop here.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 T0=$SECONDS
 need_tools
