@@ -91,6 +91,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	// towards max, and return events past the master cursor.
 	var f hms.Fetch
 	pre := l.takeReadAhead(ctx, false, election.Token{}, m.Epoch, l.own, max, false, target)
+	defer pre.settle()
 	if pre != nil {
 		f, err = pre.f, pre.fetchErr
 	} else {
@@ -133,13 +134,14 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		}
 		l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, next, false, target, true)
 	}
-	if pre != nil && pre.decodedEvents {
-		var d decoded
-		if err := pre.decodedInto(l, &d); err != nil {
-			return 0, err
-		}
+	var d decoded
+	took, err := pre.takeDecoded(l, &d)
+	switch {
+	case err != nil:
+		return 0, err
+	case took:
 		err = l.applyDecoded(ctx, &d, to, true)
-	} else {
+	default:
 		err = l.applyEvents(ctx, evs, to, true)
 	}
 	if err != nil {

@@ -37,10 +37,19 @@ import (
 // decodes the current one: a read-ahead that only fetches, taken by the
 // gathering loop under the same rules.
 //
+// Taken in two stages: the step takes the read-ahead as soon as its fetch is
+// back (fetched), so that it can start the next fetch at once, and waits for
+// the decode only when it needs the changes (takeDecoded). Against a real
+// metastore, whose answer is most of a step's wall time, the connection then
+// stays busy: the next fetch is in flight while this one is decoded, applied
+// and committed, instead of starting only after the decode.
+//
 // Bounded: at most one batch ahead (one fetch of at most batch_size events,
-// kept with what it decoded to), so a member holds at most two fetches. A
-// read-ahead not taken by the next step is cancelled and waited for, so it never
-// outlives the step that could have used it (nor the loop).
+// kept with what it decoded to), so a member holds at most two fetches: the one
+// being decoded and the one in flight. A read-ahead not taken by the next step
+// is cancelled and waited for, so it never outlives the step that could have
+// used it (nor the loop); one that was taken is waited for before the step
+// returns (settle).
 
 // readAhead is one fetch and decode running ahead of the step that will use it.
 type readAhead struct {
@@ -54,12 +63,13 @@ type readAhead struct {
 	serverSkip    bool
 	bound         int64 // a follower's master cursor; events above it are dropped
 	cancel        context.CancelFunc
-	done          chan struct{}
-	f             hms.Fetch // valid once done is closed
+	fetched       chan struct{} // closed once f and fetchErr are set
+	done          chan struct{} // closed once the goroutine ended (decode included)
+	f             hms.Fetch     // valid once fetched is closed
 	fetchErr      error
 	decoded       decoded
 	decodeErr     error // a *poisonError, not yet counted
-	decodedEvents bool  // f.Events were decoded into decoded
+	decodedEvents bool  // f.Events were decoded into decoded (valid once done is closed)
 }
 
 // startReadAhead starts fetching (and, with decode, decoding) up to max events
@@ -71,7 +81,8 @@ func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term,
 	ctx, cancel := termContext(parent, term)
 	ra := &readAhead{
 		master: master, ownEpoch: l.ownEpoch, masterEpoch: committedEpoch,
-		after: after, max: max, serverSkip: serverSkip, bound: bound, cancel: cancel, done: make(chan struct{}),
+		after: after, max: max, serverSkip: serverSkip, bound: bound, cancel: cancel,
+		fetched: make(chan struct{}), done: make(chan struct{}),
 	}
 	if master {
 		ra.term = term.Token
@@ -81,6 +92,7 @@ func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term,
 		defer close(ra.done)
 		ra.f, ra.fetchErr = l.fetch(ctx, after, max, serverSkip)
 		if ra.fetchErr != nil || ra.f.Continuity != hms.Contiguous {
+			close(ra.fetched)
 			return
 		}
 		evs := ra.f.Events
@@ -91,6 +103,8 @@ func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term,
 		// What the step moves its cursor to is bounded by the last id
 		// read: not past the events dropped here.
 		ra.f.Last = min(ra.f.Last, bound)
+		// From here on the goroutine only reads f: the step may take it.
+		close(ra.fetched)
 		if decode && len(evs) > 0 {
 			ra.decodeErr = l.decodeUncounted(evs, &ra.decoded)
 			ra.decodedEvents = true
@@ -99,8 +113,10 @@ func (l *catalogLoop) startReadAhead(parent context.Context, term election.Term,
 }
 
 // takeReadAhead returns the read-ahead if it is the fetch the step is about to
-// make (see the file comment), waiting for it to finish; nil otherwise, after
-// discarding any other. committedEpoch is the committed epoch the step acts on.
+// make (see the file comment), waiting for its fetch to be back (its decode may
+// still run: takeDecoded waits for it; the step must settle a read-ahead it
+// took before it returns); nil otherwise, after discarding any other.
+// committedEpoch is the committed epoch the step acts on.
 func (l *catalogLoop) takeReadAhead(ctx context.Context, master bool, term election.Token, committedEpoch, after int64, max int, serverSkip bool, bound int64) *readAhead {
 	ra := l.ahead
 	if ra == nil {
@@ -113,20 +129,44 @@ func (l *catalogLoop) takeReadAhead(ctx context.Context, master bool, term elect
 		return nil
 	}
 	select {
-	case <-ra.done:
+	case <-ra.fetched:
 	case <-ctx.Done():
 		ra.discard()
 		return nil
 	}
-	ra.cancel()
 	if ra.fetchErr == nil && ra.f.Continuity == hms.Contiguous && len(ra.f.Events) == 0 && ra.f.Last <= after {
+		ra.discard()
 		return nil
 	}
 	return ra
 }
 
-// decodedInto hands what the read-ahead decoded to the step, as l.decode would
-// have: the decode error is counted now, when the step meets it.
+// settle waits for a taken read-ahead's goroutine to end (its decode, if any)
+// and releases its context; nil does nothing. A step defers it on what it took,
+// so that no decode runs on past the step.
+func (ra *readAhead) settle() {
+	if ra != nil {
+		ra.discard()
+	}
+}
+
+// takeDecoded waits for the read-ahead's decode and hands what it decoded to
+// the step, as l.decode would have: the decode error is counted now, when the
+// step meets it. ok is false when the read-ahead decoded nothing (started
+// without decode, or no events): the step decodes f.Events itself. A nil
+// read-ahead is not ok.
+func (ra *readAhead) takeDecoded(l *catalogLoop, d *decoded) (ok bool, err error) {
+	if ra == nil {
+		return false, nil
+	}
+	<-ra.done
+	if !ra.decodedEvents {
+		return false, nil
+	}
+	return true, ra.decodedInto(l, d)
+}
+
+// decodedInto merges what the read-ahead decoded (done is closed) into d.
 func (ra *readAhead) decodedInto(l *catalogLoop, d *decoded) error {
 	if ra.decodeErr != nil {
 		l.countPoison(ra.decodeErr)

@@ -405,3 +405,73 @@ func TestClusterMasterDecodesAFetchWhileTheNextIsRead(t *testing.T) {
 	}
 	r.checkFEHoldsLog(0, nil)
 }
+
+// nextFetchDuringDecode returns a decoder that holds the first event of each of
+// the fetches after 0 and after 10 until the fetch after the one it belongs to
+// has been answered: the proof that the next fetch is in flight while a fetch
+// is decoded (against a real metastore the fetch is most of a step, and
+// starting the next one only after the decode leaves the metastore waiting).
+func nextFetchDuringDecode(t *testing.T, log *memLog) hookDecoder {
+	answered := map[int64]chan struct{}{10: make(chan struct{}), 20: make(chan struct{})}
+	log.onFetch = func(c fetchCall) {
+		if ch, ok := answered[c.after]; ok {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+	}
+	return hookDecoder{before: func(ev hms.Event) {
+		next := map[int64]int64{1: 10, 11: 20}[ev.ID]
+		if next == 0 {
+			return
+		}
+		select {
+		case <-answered[next]:
+		case <-time.After(10 * time.Second):
+			t.Errorf("event %d was decoded and the fetch after %d was never read meanwhile", ev.ID, next)
+		}
+	}}
+}
+
+func TestMasterFetchesTheNextBatchWhileDecoding(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(0, 0)
+	seedMember(store, "m0", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10, decoder: nextFetchDuringDecode(t, log)})
+	r.becomeMaster()
+	r.run(10)
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v", got, want)
+	}
+	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+		t.Fatalf("commits %v; want %v", store.committed, want)
+	}
+	for _, after := range []int64{0, 10, 20} {
+		if n := fetchesAfter(log, after, false); n != 1 {
+			t.Errorf("%d fetches after %d; want 1 (each read-ahead taken, nothing read twice)", n, after)
+		}
+	}
+	r.checkFEHoldsLog(0, nil)
+}
+
+func TestFollowerFetchesTheNextBatchWhileDecoding(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 30)
+	store := newMemStore()
+	store.commitAs(30, 0)
+	seedMember(store, "f", 0, 0)
+	r := newRig(t, log, store, rigOpts{batch: 10, member: "f", decoder: nextFetchDuringDecode(t, log)})
+	r.run(10)
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v", got, want)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.fetches) != 3 {
+		t.Fatalf("fetches %v; want three, one per batch", log.fetches)
+	}
+}
