@@ -24,11 +24,11 @@ type partitionObject struct {
 }
 
 // parseTable reads a Table. Thrift writes fields in id order, so reading stops
-// after field 8 unless the view fields are needed, and after field 11 otherwise.
-func parseTable(text []byte, needView bool) (tableObject, error) {
-	var t tableObject
+// after field 8 unless the view fields are needed, and after field 11 otherwise;
+// stopped says it did.
+func parseTable(text []byte, needView bool) (t tableObject, stopped bool, err error) {
 	s := jsonScanner{b: text}
-	err := s.object(func(key []byte) error {
+	err = s.object(func(key []byte) error {
 		if len(key) == 2 && key[0] >= '1' && (key[0] > '1' || key[1] > '1') {
 			return errStop // field 12 or later
 		}
@@ -59,7 +59,8 @@ func parseTable(text []byte, needView bool) (tableObject, error) {
 		}
 		return err
 	})
-	return t, endObject(&s, err)
+	stopped, err = endObject(&s, err)
+	return t, stopped, err
 }
 
 func fieldSchemaName(s *jsonScanner) (string, error) {
@@ -80,11 +81,12 @@ func fieldSchemaName(s *jsonScanner) (string, error) {
 	return name, err
 }
 
-func parsePartition(text []byte) (partitionObject, error) {
-	var p partitionObject
+// parsePartition reads a Partition's values, db and table; stopped says it
+// stopped there, not reading the rest.
+func parsePartition(text []byte) (p partitionObject, stopped bool, err error) {
 	seen := false
 	s := jsonScanner{b: text}
-	err := s.object(func(key []byte) error {
+	err = s.object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "1":
@@ -109,18 +111,18 @@ func parsePartition(text []byte) (partitionObject, error) {
 		}
 		return err
 	})
-	err = endObject(&s, err)
+	stopped, err = endObject(&s, err)
 	if err == nil && !seen {
 		err = fmt.Errorf("partition without values (field 1)")
 	}
-	return p, err
+	return p, stopped, err
 }
 
-// parseDatabaseName returns field 1 (name) of a Thrift Database.
-func parseDatabaseName(text []byte) (string, error) {
-	var name string
+// parseDatabaseName returns field 1 (name) of a Thrift Database; stopped says it
+// stopped there.
+func parseDatabaseName(text []byte) (name string, stopped bool, err error) {
 	s := jsonScanner{b: text}
-	err := s.object(func(key []byte) error {
+	err = s.object(func(key []byte) error {
 		if string(key) == "1" {
 			var err error
 			name, err = tjsonString(&s)
@@ -131,23 +133,24 @@ func parseDatabaseName(text []byte) (string, error) {
 		}
 		return s.skip()
 	})
-	err = endObject(&s, err)
+	stopped, err = endObject(&s, err)
 	if err == nil && name == "" {
 		err = fmt.Errorf("database without a name (field 1)")
 	}
-	return name, err
+	return name, stopped, err
 }
 
 // endObject completes the reading of a top-level object: a reader that stopped
-// early has succeeded, one that read it all must be at the end of the text.
-func endObject(s *jsonScanner, err error) error {
+// early has succeeded (stopped), one that read it all must be at the end of the
+// text.
+func endObject(s *jsonScanner, err error) (stopped bool, _ error) {
 	if errors.Is(err, errStop) {
-		return nil
+		return true, nil
 	}
 	if err == nil {
 		err = s.end()
 	}
-	return err
+	return false, err
 }
 
 // tjsonString reads {"str":"..."}.
