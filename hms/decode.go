@@ -62,7 +62,8 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "undecodable message", Err: err}
 	}
 	m := &bufs.fields
-	budget := newNameBudget(len(text))
+	budget := &bufs.budget
+	*budget = newNameBudget(len(text))
 	if err := m.scan(text, budget); err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "malformed message JSON", Err: err}
 	}
@@ -391,17 +392,21 @@ func (d *eventDecoder) partitionedTable() (db, table string, keys []string, err 
 // its storage descriptor and parameters, most of it.
 const partitionPrefixBytes = 512
 
-func (d *eventDecoder) partition(raw embeddedText) (partitionObject, error) {
+// partition reads a Partition; its values go to the scratch list slot (0 or 1)
+// of the decode buffers, and stay valid until that slot is used again.
+func (d *eventDecoder) partition(raw embeddedText, slot int) (partitionObject, error) {
 	var p partitionObject
+	values := d.bufs.values[slot]
 	err := d.bufs.parseEmbedded(raw, partitionPrefixBytes, func(text []byte) (stopped bool, err error) {
-		p, stopped, err = parsePartition(text)
+		p, stopped, err = parsePartition(text, values)
 		return stopped, err
 	})
+	d.bufs.values[slot] = p.Values
 	return p, err
 }
 
-func (d *eventDecoder) partitionObject(field string, raw embeddedText) (partitionObject, error) {
-	p, err := d.partition(raw)
+func (d *eventDecoder) partitionObject(field string, raw embeddedText, slot int) (partitionObject, error) {
+	p, err := d.partition(raw, slot)
 	if err != nil {
 		return partitionObject{}, fmt.Errorf("%s: %w", field, err)
 	}
@@ -411,7 +416,7 @@ func (d *eventDecoder) partitionObject(field string, raw embeddedText) (partitio
 func (d *eventDecoder) namesFromObjects(keys []string, objects []embeddedText) ([]string, error) {
 	names := make([]string, 0, len(objects))
 	for i, raw := range objects {
-		p, err := d.partition(raw)
+		p, err := d.partition(raw, 0)
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", i, err)
 		}
@@ -465,11 +470,11 @@ func (d *eventDecoder) alterPartition() ([]change.Descriptor, error) {
 	if !d.m.partitionBefore.set || !d.m.partitionAfter.set {
 		return nil, errors.New("message lacks partitionObjBeforeJson or partitionObjAfterJson")
 	}
-	before, err := d.partitionObject("partitionObjBeforeJson", d.m.partitionBefore)
+	before, err := d.partitionObject("partitionObjBeforeJson", d.m.partitionBefore, 0)
 	if err != nil {
 		return nil, err
 	}
-	after, err := d.partitionObject("partitionObjAfterJson", d.m.partitionAfter)
+	after, err := d.partitionObject("partitionObjAfterJson", d.m.partitionAfter, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -95,10 +95,10 @@ func TestDecodeUnescapesOnlyWhatItReads(t *testing.T) {
 		}
 		m := &bufs.fields
 		budget := newNameBudget(len(text))
-		if err := m.scan(text, budget); err != nil {
+		if err := m.scan(text, &budget); err != nil {
 			t.Fatal(err)
 		}
-		ed := eventDecoder{e: ev, m: m, bufs: bufs, names: budget}
+		ed := eventDecoder{e: ev, m: m, bufs: bufs, names: &budget}
 		descs, err := ed.decode()
 		if err != nil {
 			t.Fatal(err)

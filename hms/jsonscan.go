@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jsonScanner reads the few fields the decoder needs straight from a JSON text,
@@ -231,6 +232,30 @@ func (s *jsonScanner) str() (v string, ok bool, err error) {
 		return "", false, err
 	}
 	return string(b), true, nil
+}
+
+// strView is str for a value the decoder only looks at while it decodes: a
+// string without escapes is a view of the text, valid as long as the text (the
+// message or the decode buffers), not a copy. null is "".
+func (s *jsonScanner) strView() (string, error) {
+	if s.null() {
+		return "", nil
+	}
+	if s.peek() != '"' {
+		return "", s.syntax("want a string")
+	}
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return "", err
+	}
+	if !escaped {
+		return unsafe.String(unsafe.SliceData(raw), len(raw)), nil
+	}
+	b, err := unescape(nil, raw)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // int reads an integer number.

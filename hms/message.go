@@ -38,6 +38,8 @@ type decodeBuffers struct {
 	escaped []byte // unescaped embedded objects of the current message
 	rd      bytes.Reader
 	fields  messageFields // the current message's members
+	budget  nameBudget    // of the current message
+	values  [2][]string   // scratch lists of partition values (eventDecoder.partition)
 	tables  tableCache
 	// fullReading: no shortcuts (Decoder.fullReading).
 	fullReading bool
@@ -58,10 +60,16 @@ const maxPooledBuffer = 8 << 20
 
 func putDecodeBuffers(bufs *decodeBuffers) {
 	if cap(bufs.escaped) > maxPooledBuffer || cap(bufs.b64) > maxPooledBuffer || cap(bufs.text) > maxPooledBuffer ||
-		cap(bufs.fields.partitionList)*embeddedTextBytes > maxPooledBuffer {
+		cap(bufs.fields.partitionList)*embeddedTextBytes > maxPooledBuffer ||
+		max(cap(bufs.values[0]), cap(bufs.values[1]))*stringHeaderBytes > maxPooledBuffer {
 		return
 	}
-	bufs.fields.reset() // the pool must not keep the message alive
+	// The pool must not keep the message alive.
+	bufs.fields.reset()
+	for i := range bufs.values {
+		clear(bufs.values[i])
+		bufs.values[i] = bufs.values[i][:0]
+	}
 	decodeBufferPool.Put(bufs)
 }
 

@@ -26,9 +26,9 @@ type nameBudget struct {
 	left, limit, message int
 }
 
-func newNameBudget(messageBytes int) *nameBudget {
+func newNameBudget(messageBytes int) nameBudget {
 	limit := min(MaxDescriptorBytes, descriptorBytesPerMessageByte*messageBytes+descriptorBytesSlack)
-	return &nameBudget{left: limit, limit: limit, message: messageBytes}
+	return nameBudget{left: limit, limit: limit, message: messageBytes}
 }
 
 // take counts one name.

@@ -17,10 +17,13 @@ type tableObject struct {
 	IsView        bool     // field 10 (viewOriginalText) or 11 (viewExpandedText) set
 }
 
-// partitionObject is what the decoder needs of a Thrift Partition.
+// partitionObject is what the decoder needs of a Thrift Partition: its values
+// (field 1). Fields 2 and 3 (db, table) are read, to check them and to know
+// where to stop, but not kept.
 type partitionObject struct {
-	Values    []string // field 1
-	DB, Table string   // fields 2, 3
+	// Values may be views of the text read (jsonScanner.strView): valid only
+	// as long as the text, which is enough to name the partition.
+	Values []string
 }
 
 // parseTable reads a Table. Thrift writes fields in id order, so reading stops
@@ -82,8 +85,9 @@ func fieldSchemaName(s *jsonScanner) (string, error) {
 }
 
 // parsePartition reads a Partition's values, db and table; stopped says it
-// stopped there, not reading the rest.
-func parsePartition(text []byte) (p partitionObject, stopped bool, err error) {
+// stopped there, not reading the rest. The values are appended to values[:0].
+func parsePartition(text []byte, values []string) (p partitionObject, stopped bool, err error) {
+	p.Values = values[:0]
 	seen := false
 	s := jsonScanner{b: text}
 	err = s.object(func(key []byte) error {
@@ -92,14 +96,14 @@ func parsePartition(text []byte) (p partitionObject, stopped bool, err error) {
 		case "1":
 			seen = true
 			err = tjsonList(&s, func() error {
-				v, _, err := s.str()
+				v, err := s.strView()
 				p.Values = append(p.Values, v)
 				return err
 			})
 		case "2":
-			p.DB, err = tjsonString(&s)
+			err = tjsonStringChecked(&s)
 		case "3":
-			p.Table, err = tjsonString(&s)
+			err = tjsonStringChecked(&s)
 			if err == nil && seen {
 				err = errStop // the rest (storage descriptor, parameters) is not needed
 			}
@@ -162,6 +166,14 @@ func tjsonString(s *jsonScanner) (string, error) {
 		return err
 	})
 	return v, err
+}
+
+// tjsonStringChecked reads {"str":"..."} as tjsonString does, keeping nothing.
+func tjsonStringChecked(s *jsonScanner) error {
+	return tjsonValue(s, "str", func() error {
+		_, err := s.strView()
+		return err
+	})
 }
 
 // tjsonList reads {"lst":[elemType,count,e1,e2,...]} and calls elem, which must
