@@ -122,10 +122,18 @@ func TestDecodeUnescapesOnlyWhatItReads(t *testing.T) {
 	}
 }
 
-// The table cache stays within its bounds however many tables it sees.
+// The table cache stays within its bounds however many tables it sees, and
+// keeps a table in use while others pass through.
 func TestDecodeTableCacheIsBounded(t *testing.T) {
 	bufs := &decodeBuffers{}
+	inUse := []byte(tjsonTable("sales", "orders", false, "dt"))
+	if _, err := bufs.table(embeddedText{raw: inUse, set: true}, false); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 * tableCacheEntries {
+		if _, ok := bufs.tables.lookup(inUse, false); !ok {
+			t.Fatalf("after %d other tables the table in use is no longer cached", i)
+		}
 		name := strings.Repeat("x", i%(2*tableCacheBytes/tableCacheEntries)) + strings.Repeat("t", 1+i)
 		if i%10 == 0 {
 			name += strings.Repeat("y", tableCacheMaxText) // too long to keep
@@ -134,13 +142,18 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 		if _, err := bufs.table(embeddedText{raw: raw, set: true}, false); err != nil {
 			t.Fatal(err)
 		}
-		if len(bufs.tables.m) > tableCacheEntries || bufs.tables.bytes > tableCacheBytes {
-			t.Fatalf("after %d tables the cache holds %d texts of %d bytes; bound %d texts, %d bytes", i+1, len(bufs.tables.m), bufs.tables.bytes, tableCacheEntries, tableCacheBytes)
-		}
-		for k := range bufs.tables.m {
-			if len(k) > tableCacheMaxText {
-				t.Fatalf("the cache holds a %d-byte text, bound %d", len(k), tableCacheMaxText)
+		c := &bufs.tables
+		texts, bytes := len(c.recent)+len(c.older), 0
+		for _, g := range []map[string]cachedTable{c.recent, c.older} {
+			for k := range g {
+				bytes += len(k)
+				if len(k) > tableCacheMaxText {
+					t.Fatalf("the cache holds a %d-byte text, bound %d", len(k), tableCacheMaxText)
+				}
 			}
+		}
+		if texts > tableCacheEntries || bytes > tableCacheBytes {
+			t.Fatalf("after %d tables the cache holds %d texts of %d bytes; bound %d texts, %d bytes", i+1, texts, bytes, tableCacheEntries, tableCacheBytes)
 		}
 	}
 	// A table that fails to read is not kept.
@@ -148,7 +161,7 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 	if _, err := bufs.table(embeddedText{raw: bad, set: true}, false); err == nil {
 		t.Fatal("a list declaring 2 elements and holding none was read without error")
 	}
-	if _, ok := bufs.tables.m[string(bad)]; ok {
+	if _, ok := bufs.tables.lookup(bad, false); ok {
 		t.Fatal("a table that failed to read was cached")
 	}
 }

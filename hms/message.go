@@ -224,15 +224,21 @@ func (bufs *decodeBuffers) parseEmbedded(e embeddedText, prefixBytes int, parse 
 // change between them: reading it again for each event was a fifth of the
 // decoder's time. A hit needs the very same bytes, and reading a text is a pure
 // function of it, so a hit gives what reading would. Only tables read without
-// error are kept. Bounded: at most tableCacheEntries texts of at most
-// tableCacheMaxText bytes, tableCacheBytes in all; when full it starts over.
+// error are kept.
+//
+// Bounded: texts of at most tableCacheMaxText bytes, in two generations of at
+// most tableCacheEntries/2 texts and tableCacheBytes/2 bytes each. When the
+// recent one is full it becomes the older one (the older one is dropped), and a
+// hit in the older one moves back to the recent one: the tables in use stay,
+// the versions an ALTER_TABLE replaced age out.
 type tableCache struct {
-	m     map[string]cachedTable
-	bytes int
+	recent, older map[string]cachedTable
+	recentBytes   int
 }
 
 type cachedTable struct {
-	t tableObject
+	text string // the key, to move it between generations without a copy
+	t    tableObject
 	// view says the view fields were read (t.IsView is known); a table read
 	// only up to its partition keys serves only readers that do not ask.
 	view bool
@@ -244,6 +250,31 @@ const (
 	tableCacheBytes   = 512 << 10
 )
 
+func (c *tableCache) lookup(raw []byte, needView bool) (tableObject, bool) {
+	if hit, ok := c.recent[string(raw)]; ok && (hit.view || !needView) {
+		return hit.t, true
+	}
+	if hit, ok := c.older[string(raw)]; ok && (hit.view || !needView) {
+		delete(c.older, hit.text)
+		c.add(hit)
+		return hit.t, true
+	}
+	return tableObject{}, false
+}
+
+func (c *tableCache) add(e cachedTable) {
+	if len(e.text) > tableCacheMaxText {
+		return
+	}
+	if _, ok := c.recent[e.text]; !ok {
+		if c.recent == nil || len(c.recent) >= tableCacheEntries/2 || c.recentBytes+len(e.text) > tableCacheBytes/2 {
+			c.older, c.recent, c.recentBytes = c.recent, make(map[string]cachedTable, 16), 0
+		}
+		c.recentBytes += len(e.text)
+	}
+	c.recent[e.text] = e
+}
+
 // table reads the Table e holds, from the cache if these bytes were read before.
 // The result's PartitionKeys may be shared with other events: read only.
 func (bufs *decodeBuffers) table(e embeddedText, needView bool) (tableObject, error) {
@@ -251,23 +282,19 @@ func (bufs *decodeBuffers) table(e embeddedText, needView bool) (tableObject, er
 	if bufs.fullReading {
 		c = &tableCache{} // read, and kept nowhere
 	}
-	if hit, ok := c.m[string(e.raw)]; ok && (hit.view || !needView) {
-		return hit.t, nil
+	if t, ok := c.lookup(e.raw, needView); ok {
+		return t, nil
 	}
 	var t tableObject
 	err := bufs.parseEmbedded(e, len(e.raw), func(text []byte) (stopped bool, err error) {
 		t, stopped, err = parseTable(text, needView)
 		return stopped, err
 	})
-	if err != nil || len(e.raw) > tableCacheMaxText {
+	if err != nil {
 		return t, err
 	}
-	if c.m == nil || len(c.m) >= tableCacheEntries || c.bytes+len(e.raw) > tableCacheBytes {
-		c.m, c.bytes = make(map[string]cachedTable, 16), 0
+	if len(e.raw) <= tableCacheMaxText {
+		c.add(cachedTable{text: string(e.raw), t: t, view: needView})
 	}
-	if _, ok := c.m[string(e.raw)]; !ok {
-		c.bytes += len(e.raw)
-	}
-	c.m[string(e.raw)] = cachedTable{t: t, view: needView}
 	return t, nil
 }
