@@ -64,7 +64,7 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 	m := &bufs.fields
 	budget := &bufs.budget
 	*budget = newNameBudget(len(text))
-	if err := m.scan(text, budget); err != nil {
+	if err := m.scan(text, budget, e); err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "malformed message JSON", Err: err}
 	}
 	ed := eventDecoder{e: e, m: m, bufs: bufs, names: budget}
@@ -116,16 +116,17 @@ func (m *messageFields) reset() {
 // however short its text.
 const embeddedTextBytes = int(unsafe.Sizeof(embeddedText{}))
 
-func (m *messageFields) scan(text []byte, budget *nameBudget) error {
+// scan reads the members of the message text of e.
+func (m *messageFields) scan(text []byte, budget *nameBudget, e Event) error {
 	embedded := embeddedString
 	s := jsonScanner{b: text}
 	err := s.object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "db":
-			m.db, _, err = s.str()
+			m.db, err = s.strLike(e.DB)
 		case "table":
-			m.table, _, err = s.str()
+			m.table, err = s.strLike(e.Table)
 		case "dbJson":
 			m.dbJSON, err = embedded(&s)
 		case "dbObjBeforeJson":

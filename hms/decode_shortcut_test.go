@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/hmssync/hmssync/change"
 )
@@ -95,7 +96,7 @@ func TestDecodeUnescapesOnlyWhatItReads(t *testing.T) {
 		}
 		m := &bufs.fields
 		budget := newNameBudget(len(text))
-		if err := m.scan(text, &budget); err != nil {
+		if err := m.scan(text, &budget, ev); err != nil {
 			t.Fatal(err)
 		}
 		ed := eventDecoder{e: ev, m: m, bufs: bufs, names: &budget}
@@ -163,5 +164,24 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 	}
 	if _, ok := bufs.tables.lookup(bad, false); ok {
 		t.Fatal("a table that failed to read was cached")
+	}
+}
+
+// A message's db and table that are the event header's are not copied: the
+// descriptor names them with the header's strings.
+func TestDecodeTakesDBAndTableFromTheHeaderWhenTheyAreTheSame(t *testing.T) {
+	ev := Event{ID: 1, Type: EventCreateTable, Format: FormatJSON, DB: "sales", Table: "orders", Message: `{"db":"sales","table":"orders"}`}
+	descs, err := Decoder{}.Decode(ev)
+	if err != nil || len(descs) != 1 {
+		t.Fatalf("decoded %+v, %v", descs, err)
+	}
+	if unsafe.StringData(descs[0].DB) != unsafe.StringData(ev.DB) || unsafe.StringData(descs[0].Table) != unsafe.StringData(ev.Table) {
+		t.Error("the descriptor's db and table are copies of the header's")
+	}
+	// Names that differ from the header's are the message's.
+	ev.DB, ev.Table = "other", "orders2"
+	descs, err = Decoder{}.Decode(ev)
+	if err != nil || len(descs) != 1 || descs[0].DB != "sales" || descs[0].Table != "orders" {
+		t.Fatalf("decoded %+v, %v; want sales.orders, the message's", descs, err)
 	}
 }

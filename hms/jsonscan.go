@@ -234,6 +234,22 @@ func (s *jsonScanner) str() (v string, ok bool, err error) {
 	return string(b), true, nil
 }
 
+// strLike is str without ok, returning like itself when the value is the same
+// string: the db and table of a message are mostly those of the event's header,
+// which then need no copy of their own.
+func (s *jsonScanner) strLike(like string) (string, error) {
+	if s.peek() == '"' {
+		start := s.i
+		raw, escaped, err := s.rawString()
+		if err == nil && !escaped && string(raw) == like {
+			return like, nil
+		}
+		s.i = start
+	}
+	v, _, err := s.str()
+	return v, err
+}
+
 // strView is str for a value the decoder only looks at while it decodes: a
 // string without escapes is a view of the text, valid as long as the text (the
 // message or the decode buffers), not a copy. null is "".
