@@ -126,13 +126,13 @@ func TestDecodeUnescapesOnlyWhatItReads(t *testing.T) {
 // The table cache stays within its bounds however many tables it sees, and
 // keeps a table in use while others pass through.
 func TestDecodeTableCacheIsBounded(t *testing.T) {
-	bufs := &decodeBuffers{}
+	bufs, c := &decodeBuffers{}, &tableCache{}
 	inUse := []byte(tjsonTable("sales", "orders", false, "dt"))
-	if _, err := bufs.table(embeddedText{raw: inUse, set: true}, false); err != nil {
+	if _, err := bufs.tableFrom(c, embeddedText{raw: inUse, set: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 * tableCacheEntries {
-		if _, ok := bufs.tables.lookup(inUse, false); !ok {
+		if _, ok := c.lookup(inUse, false); !ok {
 			t.Fatalf("after %d other tables the table in use is no longer cached", i)
 		}
 		name := strings.Repeat("x", i%(2*tableCacheBytes/tableCacheEntries)) + strings.Repeat("t", 1+i)
@@ -140,10 +140,9 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 			name += strings.Repeat("y", tableCacheMaxText) // too long to keep
 		}
 		raw := []byte(tjsonTable("sales", name, false, "dt"))
-		if _, err := bufs.table(embeddedText{raw: raw, set: true}, false); err != nil {
+		if _, err := bufs.tableFrom(c, embeddedText{raw: raw, set: true}, false); err != nil {
 			t.Fatal(err)
 		}
-		c := &bufs.tables
 		texts, bytes := len(c.recent)+len(c.older), 0
 		for _, g := range []map[string]cachedTable{c.recent, c.older} {
 			for k := range g {
@@ -159,10 +158,10 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 	}
 	// A table that fails to read is not kept.
 	bad := []byte(`{"1":{"str":"t"},"8":{"lst":["rec",2]}}`)
-	if _, err := bufs.table(embeddedText{raw: bad, set: true}, false); err == nil {
+	if _, err := bufs.tableFrom(c, embeddedText{raw: bad, set: true}, false); err == nil {
 		t.Fatal("a list declaring 2 elements and holding none was read without error")
 	}
-	if _, ok := bufs.tables.lookup(bad, false); ok {
+	if _, ok := c.lookup(bad, false); ok {
 		t.Fatal("a table that failed to read was cached")
 	}
 }

@@ -40,7 +40,6 @@ type decodeBuffers struct {
 	fields  messageFields // the current message's members
 	budget  nameBudget    // of the current message
 	values  [2][]string   // scratch lists of partition values (eventDecoder.partition)
-	tables  tableCache
 	// fullReading: no shortcuts (Decoder.fullReading).
 	fullReading bool
 }
@@ -217,14 +216,17 @@ func (bufs *decodeBuffers) parseEmbedded(e embeddedText, prefixBytes int, parse 
 	return err
 }
 
-// tableCache keeps the tables a set of decode buffers parsed, by their text as
-// it stands in the message. Partition events carry their table's whole object
+// tableCache keeps the tables the decoder parsed, by their text as it stands in
+// the message. Partition events carry their table's whole object
 // (≈ 1 KiB, most of it the storage descriptor before the partition keys), and a
 // backlog is mostly partition events of a few tables, whose object does not
 // change between them: reading it again for each event was a fifth of the
 // decoder's time. A hit needs the very same bytes, and reading a text is a pure
 // function of it, so a hit gives what reading would. Only tables read without
-// error are kept.
+// error are kept. One cache serves the process (sharedTables): kept in the
+// pooled decode buffers it was lost at every other garbage collection, which a
+// draining sidecar runs every few fetches, and each decoding goroutine warmed
+// its own.
 //
 // Bounded: texts of at most tableCacheMaxText bytes, in two generations of at
 // most tableCacheEntries/2 texts and tableCacheBytes/2 bytes each. When the
@@ -232,9 +234,12 @@ func (bufs *decodeBuffers) parseEmbedded(e embeddedText, prefixBytes int, parse 
 // hit in the older one moves back to the recent one: the tables in use stay,
 // the versions an ALTER_TABLE replaced age out.
 type tableCache struct {
+	mu            sync.Mutex
 	recent, older map[string]cachedTable
 	recentBytes   int
 }
+
+var sharedTables tableCache
 
 type cachedTable struct {
 	text string // the key, to move it between generations without a copy
@@ -251,18 +256,26 @@ const (
 )
 
 func (c *tableCache) lookup(raw []byte, needView bool) (tableObject, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if hit, ok := c.recent[string(raw)]; ok && (hit.view || !needView) {
 		return hit.t, true
 	}
 	if hit, ok := c.older[string(raw)]; ok && (hit.view || !needView) {
 		delete(c.older, hit.text)
-		c.add(hit)
+		c.addLocked(hit)
 		return hit.t, true
 	}
 	return tableObject{}, false
 }
 
 func (c *tableCache) add(e cachedTable) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addLocked(e)
+}
+
+func (c *tableCache) addLocked(e cachedTable) {
 	if len(e.text) > tableCacheMaxText {
 		return
 	}
@@ -278,7 +291,10 @@ func (c *tableCache) add(e cachedTable) {
 // table reads the Table e holds, from the cache if these bytes were read before.
 // The result's PartitionKeys may be shared with other events: read only.
 func (bufs *decodeBuffers) table(e embeddedText, needView bool) (tableObject, error) {
-	c := &bufs.tables
+	return bufs.tableFrom(&sharedTables, e, needView)
+}
+
+func (bufs *decodeBuffers) tableFrom(c *tableCache, e embeddedText, needView bool) (tableObject, error) {
 	if bufs.fullReading {
 		c = &tableCache{} // read, and kept nowhere
 	}
