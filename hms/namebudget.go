@@ -18,7 +18,6 @@ const (
 	descriptorBytesPerMessageByte = 4
 	descriptorBytesSlack          = 1 << 20
 	stringHeaderBytes             = 16
-	sliceHeaderBytes              = 24
 )
 
 // nameBudget counts the bytes of partition names one event decodes to.
