@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/hmssync/hmssync/change"
 )
@@ -34,6 +35,9 @@ type Decoder struct {
 	// Catalog is the HMS catalog to follow; events of other catalogs give no
 	// descriptors. "" means DefaultCatalog.
 	Catalog string
+	// fullReading turns off the shortcuts (reading only a prefix of an embedded
+	// object, the table cache), for the tests that compare both ways.
+	fullReading bool
 }
 
 // Decode returns the descriptors of one event, in order, following reference §5.
@@ -52,16 +56,18 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 	}
 	bufs := getDecodeBuffers()
 	defer putDecodeBuffers(bufs)
+	bufs.fullReading = d.fullReading
 	text, err := bufs.messageText(e)
 	if err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "undecodable message", Err: err}
 	}
-	var m messageFields
-	budget := newNameBudget(len(text))
-	if err := m.scan(text, bufs, budget); err != nil {
+	m := &bufs.fields
+	budget := &bufs.budget
+	*budget = newNameBudget(len(text))
+	if err := m.scan(text, budget, e); err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "malformed message JSON", Err: err}
 	}
-	ed := eventDecoder{e: e, m: &m, names: budget}
+	ed := eventDecoder{e: e, m: m, bufs: bufs, names: budget}
 	descs, err := ed.decode()
 	if err != nil {
 		var de *DecodeError
@@ -89,27 +95,38 @@ var decodedTypes = map[string]bool{
 }
 
 // messageFields are the message members the decoder uses. Embedded objects are
-// kept as their unescaped text (in the decode buffers), and parsed only as far as
-// the event type needs.
+// kept as they stand in the message, and unescaped and parsed only as far as the
+// event type needs.
 type messageFields struct {
 	db, table                               string
-	dbJSON, dbBefore, dbAfter               []byte
-	tableObj, tableBefore, tableAfter       []byte
-	ptnObj, partitionBefore, partitionAfter []byte
-	partitionList                           [][]byte
+	dbJSON, dbBefore, dbAfter               embeddedText
+	tableObj, tableBefore, tableAfter       embeddedText
+	ptnObj, partitionBefore, partitionAfter embeddedText
+	partitionList                           []embeddedText
 	partitions                              []byte // the raw JSON array of key→value objects
 }
 
-func (m *messageFields) scan(text []byte, bufs *decodeBuffers, budget *nameBudget) error {
-	embedded := func(s *jsonScanner) ([]byte, error) { return bufs.embeddedString(s) }
+// reset empties m for the next message, keeping the list's array.
+func (m *messageFields) reset() {
+	clear(m.partitionList) // drop the references to the last message's text
+	*m = messageFields{partitionList: m.partitionList[:0]}
+}
+
+// embeddedTextBytes is what one element of partitionListJson costs in memory
+// however short its text.
+const embeddedTextBytes = int(unsafe.Sizeof(embeddedText{}))
+
+// scan reads the members of the message text of e.
+func (m *messageFields) scan(text []byte, budget *nameBudget, e Event) error {
+	embedded := embeddedString
 	s := jsonScanner{b: text}
 	err := s.object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "db":
-			m.db, _, err = s.str()
+			m.db, err = s.strLike(e.DB)
 		case "table":
-			m.table, _, err = s.str()
+			m.table, err = s.strLike(e.Table)
 		case "dbJson":
 			m.dbJSON, err = embedded(&s)
 		case "dbObjBeforeJson":
@@ -134,13 +151,13 @@ func (m *messageFields) scan(text []byte, bufs *decodeBuffers, budget *nameBudge
 			}
 			m.partitionList = m.partitionList[:0]
 			err = s.array(func(int) error {
-				// Each element costs a slice header, however short its text:
-				// counted, so that a list of empty strings is no bomb.
-				if err := budget.takeBytes(sliceHeaderBytes); err != nil {
+				// Each element costs its embeddedText, however short its
+				// text: counted, so that a list of empty strings is no bomb.
+				if err := budget.takeBytes(embeddedTextBytes); err != nil {
 					return err
 				}
 				raw, err := embedded(&s)
-				if err == nil && raw == nil {
+				if err == nil && !raw.set {
 					err = errors.New("null element")
 				}
 				m.partitionList = append(m.partitionList, raw)
@@ -170,6 +187,7 @@ func (m *messageFields) scan(text []byte, bufs *decodeBuffers, budget *nameBudge
 type eventDecoder struct {
 	e     Event
 	m     *messageFields
+	bufs  *decodeBuffers
 	names *nameBudget
 }
 
@@ -254,11 +272,11 @@ func (d *eventDecoder) decode() ([]change.Descriptor, error) {
 	case EventInsert, EventReload:
 		// INSERT names at most one partition (ptnObjJson, null when the table is
 		// unpartitioned); RELOAD one (ptnObjJson) or several (partitionListJson).
-		var objects [][]byte
+		var objects []embeddedText
 		if d.e.Type == EventReload && len(d.m.partitionList) > 0 {
 			objects = d.m.partitionList
-		} else if d.m.ptnObj != nil {
-			objects = [][]byte{d.m.ptnObj}
+		} else if d.m.ptnObj.set {
+			objects = []embeddedText{d.m.ptnObj}
 		}
 		if len(objects) == 0 {
 			db, table, err := d.tableName()
@@ -288,28 +306,36 @@ func (d *eventDecoder) database() (string, error) {
 	if d.m.db != "" {
 		return d.m.db, nil
 	}
-	if d.m.dbJSON != nil {
+	if d.m.dbJSON.set {
 		return d.databaseObject("dbJson", d.m.dbJSON)
 	}
 	return "", errors.New("message has neither db nor dbJson")
 }
 
-func (d *eventDecoder) databaseObject(field string, raw []byte) (string, error) {
-	if raw == nil {
+// databasePrefixBytes is how much of a Database is unescaped at first: its
+// name is field 1.
+const databasePrefixBytes = 256
+
+func (d *eventDecoder) databaseObject(field string, raw embeddedText) (string, error) {
+	if !raw.set {
 		return "", fmt.Errorf("message has no %s", field)
 	}
-	name, err := parseDatabaseName(raw)
+	var name string
+	err := d.bufs.parseEmbedded(raw, databasePrefixBytes, func(text []byte) (stopped bool, err error) {
+		name, stopped, err = parseDatabaseName(text)
+		return stopped, err
+	})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
 	}
 	return name, nil
 }
 
-func (d *eventDecoder) tableObject(field string, raw []byte, needView bool) (tableObject, error) {
-	if raw == nil {
+func (d *eventDecoder) tableObject(field string, raw embeddedText, needView bool) (tableObject, error) {
+	if !raw.set {
 		return tableObject{}, fmt.Errorf("message has no %s", field)
 	}
-	t, err := parseTable(raw, needView)
+	t, err := d.bufs.table(raw, needView)
 	if err != nil {
 		return tableObject{}, fmt.Errorf("%s: %w", field, err)
 	}
@@ -362,20 +388,38 @@ func (d *eventDecoder) partitionedTable() (db, table string, keys []string, err 
 	return db, table, t.PartitionKeys, nil
 }
 
-func (d *eventDecoder) partitionObject(field string, raw []byte) (partitionObject, error) {
-	p, err := parsePartition(raw)
+// partitionPrefixBytes is how much of a Partition is unescaped at first: the
+// values, db and table it is read for come first, a few hundred bytes before
+// its storage descriptor and parameters, most of it.
+const partitionPrefixBytes = 512
+
+// partition reads a Partition; its values go to the scratch list slot (0 or 1)
+// of the decode buffers, and stay valid until that slot is used again.
+func (d *eventDecoder) partition(raw embeddedText, slot int) (partitionObject, error) {
+	var p partitionObject
+	values := d.bufs.values[slot]
+	err := d.bufs.parseEmbedded(raw, partitionPrefixBytes, func(text []byte) (stopped bool, err error) {
+		p, stopped, err = parsePartition(text, values)
+		return stopped, err
+	})
+	d.bufs.values[slot] = p.Values
+	return p, err
+}
+
+func (d *eventDecoder) partitionObject(field string, raw embeddedText, slot int) (partitionObject, error) {
+	p, err := d.partition(raw, slot)
 	if err != nil {
 		return partitionObject{}, fmt.Errorf("%s: %w", field, err)
 	}
 	return p, nil
 }
 
-func (d *eventDecoder) namesFromObjects(keys []string, objects [][]byte) ([]string, error) {
+func (d *eventDecoder) namesFromObjects(keys []string, objects []embeddedText) ([]string, error) {
 	names := make([]string, 0, len(objects))
 	for i, raw := range objects {
-		p, err := d.partitionObject(fmt.Sprintf("partition %d", i), raw)
+		p, err := d.partition(raw, 0)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("partition %d: %w", i, err)
 		}
 		name, err := PartitionName(keys, p.Values)
 		if err == nil {
@@ -424,14 +468,14 @@ func (d *eventDecoder) alterPartition() ([]change.Descriptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.m.partitionBefore == nil || d.m.partitionAfter == nil {
+	if !d.m.partitionBefore.set || !d.m.partitionAfter.set {
 		return nil, errors.New("message lacks partitionObjBeforeJson or partitionObjAfterJson")
 	}
-	before, err := d.partitionObject("partitionObjBeforeJson", d.m.partitionBefore)
+	before, err := d.partitionObject("partitionObjBeforeJson", d.m.partitionBefore, 0)
 	if err != nil {
 		return nil, err
 	}
-	after, err := d.partitionObject("partitionObjAfterJson", d.m.partitionAfter)
+	after, err := d.partitionObject("partitionObjAfterJson", d.m.partitionAfter, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,8 @@ import (
 )
 
 // FuzzDecode checks that any event decodes to valid descriptors or to a
-// *DecodeError naming the event, and never panics. Seeds: the real corpus, the
+// *DecodeError naming the event, the same with the decoder's shortcuts as
+// without, and never panics. Seeds: the real corpus, the
 // hand-written messages of every event type, and their gzip forms.
 func FuzzDecode(f *testing.F) {
 	for _, ev := range realCorpus(f) {
@@ -18,6 +19,8 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, typ, format, message, catalog string) {
 		ev := Event{ID: 42, Time: 7, Type: typ, Format: format, Message: message, Catalog: catalog}
+		// The decoder's shortcuts must not change any outcome.
+		sameDecode(t, Decoder{}, ev)
 		descs, err := Decoder{}.Decode(ev)
 		if err != nil {
 			var de *DecodeError

@@ -48,6 +48,7 @@ func decodeWorkload(b *testing.B, mix hmstest.Mix) {
 	b.ReportAllocs()
 	d := hms.Decoder{}
 	i := 0
+	cpu := processCPU(b)
 	for b.Loop() {
 		if _, err := d.Decode(evs[i]); err != nil {
 			b.Fatal(err)
@@ -56,6 +57,7 @@ func decodeWorkload(b *testing.B, mix hmstest.Mix) {
 			i = 0
 		}
 	}
+	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(100*float64(partitionEvents)/float64(len(evs)), "%partition")
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jsonScanner reads the few fields the decoder needs straight from a JSON text,
@@ -137,6 +138,9 @@ func (s *jsonScanner) array(fn func(i int) error) error {
 	}
 }
 
+// quoteOrBackslash marks the bytes that end a run of plain bytes in a string.
+var quoteOrBackslash = [256]bool{'"': true, '\\': true}
+
 // rawString reads a string and returns its contents between the quotes, still
 // escaped, and whether it contains escapes at all.
 func (s *jsonScanner) rawString() (raw []byte, escaped bool, err error) {
@@ -144,75 +148,68 @@ func (s *jsonScanner) rawString() (raw []byte, escaped bool, err error) {
 		return nil, false, err
 	}
 	// A byte loop rather than bytes.IndexByte: embedded objects are strings full of
-	// \" escapes, where IndexByte's per-call cost dominates.
+	// \" escapes, where IndexByte's per-call cost dominates. The inner loop only
+	// looks bytes up in a table, which costs less than a switch on each byte.
 	start := s.i
 	b := s.b
-	for i := start; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			escaped = true
+	for i := start; ; i += 2 {
+		for i < len(b) && !quoteOrBackslash[b[i]] {
 			i++
-		case '"':
+		}
+		if i >= len(b) {
+			break
+		}
+		if b[i] == '"' {
 			s.i = i + 1
 			return b[start:i], escaped, nil
 		}
+		escaped = true // and the escaped byte is skipped
 	}
 	s.i = len(b)
 	return nil, false, s.syntax("unterminated string")
 }
 
-// appendString reads a string and appends its unescaped contents to dst, in one
-// pass over the text (embedded objects are long strings full of escapes).
-func (s *jsonScanner) appendString(dst []byte) ([]byte, error) {
+// checkedString is rawString for a string the decoder may unescape later, and
+// only in part: every escape in it is checked now, so that a bad escape is an
+// error whether or not the part holding it is ever unescaped.
+func (s *jsonScanner) checkedString() (raw []byte, escaped bool, err error) {
 	if err := s.expect('"'); err != nil {
-		return dst, err
+		return nil, false, err
 	}
+	start := s.i
 	b := s.b
-	start := len(dst)
-	dst = slices.Grow(dst, len(b)-s.i)[:start+len(b)-s.i]
-	k := start
-	for i := s.i; i < len(b); {
-		c := b[i]
-		if c != '\\' {
-			if c == '"' {
-				s.i = i + 1
-				return dst[:k], nil
-			}
-			dst[k] = c
-			k++
+	i := start
+	for {
+		for i < len(b) && !quoteOrBackslash[b[i]] {
 			i++
+		}
+		if i >= len(b) {
+			break
+		}
+		if b[i] == '"' {
+			s.i = i + 1
+			return b[start:i], escaped, nil
+		}
+		escaped = true
+		if i+1 >= len(b) {
+			break
+		}
+		if simpleEscape[b[i+1]] != 0 {
+			i += 2
 			continue
 		}
-		// An escape. The two-byte ones are handled here; \u (rare) by unescape.
-		if i+1 < len(b) {
-			if e := simpleEscape[b[i+1]]; e != 0 {
-				dst[k] = e
-				k++
-				i += 2
-				continue
-			}
-		}
-		j := i + 2
-		if i+1 < len(b) && b[i+1] == 'u' {
-			j = i + 6
-			if j+6 <= len(b) && b[j] == '\\' && b[j+1] == 'u' {
-				j += 6 // a surrogate pair
-			}
-		}
-		if j > len(b) {
-			s.i = len(b)
-			return dst[:k], s.syntax("unterminated string")
-		}
-		out, err := unescape(dst[k:k], b[i:j])
-		if err != nil {
+		if b[i+1] != 'u' {
 			s.i = i
-			return dst[:k], err
+			return nil, false, fmt.Errorf("invalid JSON string: unknown escape \\%c", b[i+1])
 		}
-		k += len(out)
-		i = j
+		if _, ok := hex4(b[i+2:]); !ok {
+			s.i = i
+			return nil, false, errors.New(`invalid JSON string: bad \u escape`)
+		}
+		i += 6
 	}
 	s.i = len(b)
-	return dst[:k], s.syntax("unterminated string")
+	return nil, false, s.syntax("unterminated string")
 }
 
 // str reads a string value and returns it unescaped. ok is false for null.
@@ -235,6 +232,46 @@ func (s *jsonScanner) str() (v string, ok bool, err error) {
 		return "", false, err
 	}
 	return string(b), true, nil
+}
+
+// strLike is str without ok, returning like itself when the value is the same
+// string: the db and table of a message are mostly those of the event's header,
+// which then need no copy of their own.
+func (s *jsonScanner) strLike(like string) (string, error) {
+	if s.peek() == '"' {
+		start := s.i
+		raw, escaped, err := s.rawString()
+		if err == nil && !escaped && string(raw) == like {
+			return like, nil
+		}
+		s.i = start
+	}
+	v, _, err := s.str()
+	return v, err
+}
+
+// strView is str for a value the decoder only looks at while it decodes: a
+// string without escapes is a view of the text, valid as long as the text (the
+// message or the decode buffers), not a copy. null is "".
+func (s *jsonScanner) strView() (string, error) {
+	if s.null() {
+		return "", nil
+	}
+	if s.peek() != '"' {
+		return "", s.syntax("want a string")
+	}
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return "", err
+	}
+	if !escaped {
+		return unsafe.String(unsafe.SliceData(raw), len(raw)), nil
+	}
+	b, err := unescape(nil, raw)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // int reads an integer number.
@@ -302,59 +339,68 @@ var simpleEscape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f
 
 // unescape appends the unescaped contents of a JSON string (without quotes) to dst.
 func unescape(dst, raw []byte) ([]byte, error) {
-	for i := 0; i < len(raw); {
-		j := i
-		for j < len(raw) && raw[j] != '\\' {
-			j++
-		}
-		dst = append(dst, raw[i:j]...)
-		if j == len(raw) {
-			return dst, nil
-		}
-		i = j + 1
-		if i >= len(raw) {
-			return dst, errors.New("invalid JSON string: ends with a backslash")
-		}
+	dst, _, err := unescapeUpTo(dst, raw, len(raw))
+	return dst, err
+}
+
+// unescapeUpTo appends the unescaped contents of raw (a JSON string without its
+// quotes) to dst until it has appended at least want bytes or raw ends, and
+// returns how many bytes of raw it consumed; it stops only between escapes,
+// never inside one. One pass, writing into dst grown once: embedded objects are
+// long strings full of escapes, where appending byte by byte costs twice as much.
+func unescapeUpTo(dst, raw []byte, want int) ([]byte, int, error) {
+	start := len(dst)
+	// An escape never unescapes to more bytes than it takes, and one escape
+	// adds at most utf8.UTFMax bytes past want.
+	dst = slices.Grow(dst, min(len(raw), want+utf8.UTFMax))
+	dst = dst[:cap(dst)]
+	k, limit := start, start+want
+	i := 0
+	for i < len(raw) && k < limit {
 		c := raw[i]
-		i++
-		switch c {
-		case '"', '\\', '/':
-			dst = append(dst, c)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, ok := hex4(raw[i:])
-			if !ok {
-				return dst, errors.New(`invalid JSON string: bad \u escape`)
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				// A high surrogate must be followed by an escaped low one.
-				r2, ok := rune(-1), false
-				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					r2, ok = hex4(raw[i+2:])
-				}
-				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
-					r = d
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-		default:
-			return dst, fmt.Errorf("invalid JSON string: unknown escape \\%c", c)
+		if c != '\\' {
+			dst[k] = c
+			k++
+			i++
+			continue
 		}
+		if i+1 >= len(raw) {
+			return dst[:k], i, errors.New("invalid JSON string: ends with a backslash")
+		}
+		if e := simpleEscape[raw[i+1]]; e != 0 {
+			dst[k] = e
+			k++
+			i += 2
+			continue
+		}
+		if raw[i+1] != 'u' {
+			return dst[:k], i, fmt.Errorf("invalid JSON string: unknown escape \\%c", raw[i+1])
+		}
+		r, ok := hex4(raw[i+2:])
+		if !ok {
+			return dst[:k], i, errors.New(`invalid JSON string: bad \u escape`)
+		}
+		i += 6
+		if utf16.IsSurrogate(r) {
+			// A high surrogate must be followed by an escaped low one.
+			r2, ok := rune(-1), false
+			if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+				r2, ok = hex4(raw[i+2:])
+			}
+			if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+				r = d
+				i += 6
+			} else {
+				r = utf8.RuneError
+			}
+		}
+		if len(dst)-k < utf8.UTFMax { // cannot happen (see above); never panic on input
+			dst = slices.Grow(dst[:k], utf8.UTFMax)
+			dst = dst[:cap(dst)]
+		}
+		k += utf8.EncodeRune(dst[k:], r)
 	}
-	return dst, nil
+	return dst[:k], i, nil
 }
 
 func hex4(b []byte) (rune, bool) {

@@ -37,6 +37,11 @@ type decodeBuffers struct {
 	gz      *gzip.Reader
 	escaped []byte // unescaped embedded objects of the current message
 	rd      bytes.Reader
+	fields  messageFields // the current message's members
+	budget  nameBudget    // of the current message
+	values  [2][]string   // scratch lists of partition values (eventDecoder.partition)
+	// fullReading: no shortcuts (Decoder.fullReading).
+	fullReading bool
 }
 
 var decodeBufferPool = sync.Pool{New: func() any { return new(decodeBuffers) }}
@@ -44,6 +49,7 @@ var decodeBufferPool = sync.Pool{New: func() any { return new(decodeBuffers) }}
 func getDecodeBuffers() *decodeBuffers {
 	bufs := decodeBufferPool.Get().(*decodeBuffers)
 	bufs.escaped = bufs.escaped[:0]
+	bufs.fields.reset()
 	return bufs
 }
 
@@ -52,8 +58,16 @@ func getDecodeBuffers() *decodeBuffers {
 const maxPooledBuffer = 8 << 20
 
 func putDecodeBuffers(bufs *decodeBuffers) {
-	if cap(bufs.escaped) > maxPooledBuffer || cap(bufs.b64) > maxPooledBuffer || cap(bufs.text) > maxPooledBuffer {
+	if cap(bufs.escaped) > maxPooledBuffer || cap(bufs.b64) > maxPooledBuffer || cap(bufs.text) > maxPooledBuffer ||
+		cap(bufs.fields.partitionList)*embeddedTextBytes > maxPooledBuffer ||
+		max(cap(bufs.values[0]), cap(bufs.values[1]))*stringHeaderBytes > maxPooledBuffer {
 		return
+	}
+	// The pool must not keep the message alive.
+	bufs.fields.reset()
+	for i := range bufs.values {
+		clear(bufs.values[i])
+		bufs.values[i] = bufs.values[i][:0]
 	}
 	decodeBufferPool.Put(bufs)
 }
@@ -88,7 +102,8 @@ func (bufs *decodeBuffers) messageText(e Event) ([]byte, error) {
 	if cap(bufs.b64) < n {
 		bufs.b64 = make([]byte, n)
 	}
-	n, err = base64.StdEncoding.Decode(bufs.b64[:n], []byte(e.Message))
+	// base64 only reads its input, so it can be the message's own bytes too.
+	n, err = base64.StdEncoding.Decode(bufs.b64[:n], unsafe.Slice(unsafe.StringData(e.Message), len(e.Message)))
 	if err != nil {
 		return nil, fmt.Errorf("message is not valid base64: %w", err)
 	}
@@ -143,18 +158,159 @@ func inflate(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// embeddedString reads a JSON string holding an embedded object and returns its
-// unescaped text, nil for null. The text lives in bufs.escaped and stays valid
-// until bufs is reused: later strings are appended, never written over.
-func (bufs *decodeBuffers) embeddedString(s *jsonScanner) ([]byte, error) {
+// embeddedText is an object Hive embeds in its message as a JSON string (a
+// Thrift-JSON Table, Partition or Database), as it stands in the message: the
+// string's contents, still escaped, its escapes already checked. It is
+// unescaped only if the event type needs it, and only as far as needed: most of
+// a Partition is its storage descriptor, after the values the decoder reads.
+type embeddedText struct {
+	raw     []byte // between the quotes; aliases the message text
+	escaped bool   // raw holds escapes
+	set     bool   // the member was a string, not null or absent
+}
+
+// embeddedString reads a JSON string holding an embedded object; null gives an
+// unset embeddedText.
+func embeddedString(s *jsonScanner) (embeddedText, error) {
 	if s.null() {
-		return nil, nil
+		return embeddedText{}, nil
 	}
 	if s.peek() != '"' {
-		return nil, s.syntax("want a string")
+		return embeddedText{}, s.syntax("want a string")
+	}
+	raw, escaped, err := s.checkedString()
+	return embeddedText{raw: raw, escaped: escaped, set: true}, err
+}
+
+// parseEmbedded runs parse, a reader that may stop early (returning stopped),
+// on e's text, unescaping first only a prefix of at least prefixBytes. The
+// prefix's result stands only if the reader stopped inside it: a reader that
+// stops has read complete tokens only, so the whole text would have given the
+// same. A reader that needs more (or fails, which may be the cut) reads the
+// whole text instead, so every outcome is that of reading the whole text. The
+// text lives in bufs.escaped and stays valid until bufs is reused: later texts
+// are appended, never written over.
+func (bufs *decodeBuffers) parseEmbedded(e embeddedText, prefixBytes int, parse func(text []byte) (stopped bool, err error)) error {
+	if !e.escaped {
+		_, err := parse(e.raw) // the message's own bytes, never written to
+		return err
+	}
+	if bufs.fullReading {
+		prefixBytes = len(e.raw)
 	}
 	start := len(bufs.escaped)
+	var n int
 	var err error
-	bufs.escaped, err = s.appendString(bufs.escaped)
-	return bufs.escaped[start:len(bufs.escaped):len(bufs.escaped)], err
+	bufs.escaped, n, err = unescapeUpTo(bufs.escaped, e.raw, prefixBytes)
+	if err != nil {
+		return err
+	}
+	stopped, err := parse(bufs.escaped[start:len(bufs.escaped):len(bufs.escaped)])
+	if n == len(e.raw) || (stopped && err == nil) {
+		return err
+	}
+	if bufs.escaped, _, err = unescapeUpTo(bufs.escaped, e.raw[n:], len(e.raw)); err != nil {
+		return err
+	}
+	_, err = parse(bufs.escaped[start:len(bufs.escaped):len(bufs.escaped)])
+	return err
+}
+
+// tableCache keeps the tables the decoder parsed, by their text as it stands in
+// the message. Partition events carry their table's whole object
+// (≈ 1 KiB, most of it the storage descriptor before the partition keys), and a
+// backlog is mostly partition events of a few tables, whose object does not
+// change between them: reading it again for each event was a fifth of the
+// decoder's time. A hit needs the very same bytes, and reading a text is a pure
+// function of it, so a hit gives what reading would. Only tables read without
+// error are kept. One cache serves the process (sharedTables): kept in the
+// pooled decode buffers it was lost at every other garbage collection, which a
+// draining sidecar runs every few fetches, and each decoding goroutine warmed
+// its own.
+//
+// Bounded: texts of at most tableCacheMaxText bytes, in two generations of at
+// most tableCacheEntries/2 texts and tableCacheBytes/2 bytes each. When the
+// recent one is full it becomes the older one (the older one is dropped), and a
+// hit in the older one moves back to the recent one: the tables in use stay,
+// the versions an ALTER_TABLE replaced age out.
+type tableCache struct {
+	mu            sync.Mutex
+	recent, older map[string]cachedTable
+	recentBytes   int
+}
+
+var sharedTables tableCache
+
+type cachedTable struct {
+	text string // the key, to move it between generations without a copy
+	t    tableObject
+	// view says the view fields were read (t.IsView is known); a table read
+	// only up to its partition keys serves only readers that do not ask.
+	view bool
+}
+
+const (
+	tableCacheEntries = 128
+	tableCacheMaxText = 16 << 10
+	tableCacheBytes   = 512 << 10
+)
+
+func (c *tableCache) lookup(raw []byte, needView bool) (tableObject, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if hit, ok := c.recent[string(raw)]; ok && (hit.view || !needView) {
+		return hit.t, true
+	}
+	if hit, ok := c.older[string(raw)]; ok && (hit.view || !needView) {
+		delete(c.older, hit.text)
+		c.addLocked(hit)
+		return hit.t, true
+	}
+	return tableObject{}, false
+}
+
+func (c *tableCache) add(e cachedTable) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addLocked(e)
+}
+
+func (c *tableCache) addLocked(e cachedTable) {
+	if len(e.text) > tableCacheMaxText {
+		return
+	}
+	if _, ok := c.recent[e.text]; !ok {
+		if c.recent == nil || len(c.recent) >= tableCacheEntries/2 || c.recentBytes+len(e.text) > tableCacheBytes/2 {
+			c.older, c.recent, c.recentBytes = c.recent, make(map[string]cachedTable, 16), 0
+		}
+		c.recentBytes += len(e.text)
+	}
+	c.recent[e.text] = e
+}
+
+// table reads the Table e holds, from the cache if these bytes were read before.
+// The result's PartitionKeys may be shared with other events: read only.
+func (bufs *decodeBuffers) table(e embeddedText, needView bool) (tableObject, error) {
+	return bufs.tableFrom(&sharedTables, e, needView)
+}
+
+func (bufs *decodeBuffers) tableFrom(c *tableCache, e embeddedText, needView bool) (tableObject, error) {
+	if bufs.fullReading {
+		c = &tableCache{} // read, and kept nowhere
+	}
+	if t, ok := c.lookup(e.raw, needView); ok {
+		return t, nil
+	}
+	var t tableObject
+	err := bufs.parseEmbedded(e, len(e.raw), func(text []byte) (stopped bool, err error) {
+		t, stopped, err = parseTable(text, needView)
+		return stopped, err
+	})
+	if err != nil {
+		return t, err
+	}
+	if len(e.raw) <= tableCacheMaxText {
+		c.add(cachedTable{text: string(e.raw), t: t, view: needView})
+	}
+	return t, nil
 }

@@ -18,7 +18,6 @@ const (
 	descriptorBytesPerMessageByte = 4
 	descriptorBytesSlack          = 1 << 20
 	stringHeaderBytes             = 16
-	sliceHeaderBytes              = 24
 )
 
 // nameBudget counts the bytes of partition names one event decodes to.
@@ -26,9 +25,9 @@ type nameBudget struct {
 	left, limit, message int
 }
 
-func newNameBudget(messageBytes int) *nameBudget {
+func newNameBudget(messageBytes int) nameBudget {
 	limit := min(MaxDescriptorBytes, descriptorBytesPerMessageByte*messageBytes+descriptorBytesSlack)
-	return &nameBudget{left: limit, limit: limit, message: messageBytes}
+	return nameBudget{left: limit, limit: limit, message: messageBytes}
 }
 
 // take counts one name.

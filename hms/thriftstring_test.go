@@ -3,6 +3,7 @@ package hms
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -72,5 +73,45 @@ func TestBinaryProtocolRejectsBadLengths(t *testing.T) {
 	// for want of data, having read in chunks rather than allocated 1 GiB.
 	if _, err := newBinaryProtocol(stream(thriftConfig.GetMaxMessageSize()), thriftConfig).ReadString(ctx); err == nil {
 		t.Error("a 1 GiB length with 3 bytes of data: want an error")
+	}
+}
+
+// Short strings that repeat (an event's type, format, catalog, database, table)
+// are read into the string read before: no allocation, and the map of them
+// stays within its bound however many different ones arrive.
+func TestBinaryProtocolReusesShortStrings(t *testing.T) {
+	ctx := context.Background()
+	const reads = 100
+	var ss []string
+	for range reads + 2 { // the first read, AllocsPerRun's warm-up and its reads
+		ss = append(ss, "ADD_PARTITION", "gzip(json-2.0)", strings.Repeat("t", internMaxLen))
+	}
+	p := newBinaryProtocol(encodeStrings(t, ss...), thriftConfig)
+	read := func() {
+		for _, want := range ss[:3] {
+			got, err := p.ReadString(ctx)
+			if err != nil || got != want {
+				t.Fatalf("read %q, %v; want %q", got, err, want)
+			}
+		}
+	}
+	read() // first seen: allocated and kept
+	if allocs := testing.AllocsPerRun(reads, read); allocs != 0 {
+		t.Errorf("reading three short strings seen before allocated %.1f times, want 0", allocs)
+	}
+
+	var many []string
+	for i := range 3 * internMaxEntries {
+		many = append(many, fmt.Sprintf("table_%d", i))
+	}
+	p = newBinaryProtocol(encodeStrings(t, many...), thriftConfig)
+	for i, want := range many {
+		got, err := p.ReadString(ctx)
+		if err != nil || got != want {
+			t.Fatalf("string %d: read %q, %v; want %q", i, got, err, want)
+		}
+		if len(p.interned) > internMaxEntries {
+			t.Fatalf("after %d different strings %d are kept, bound %d", i+1, len(p.interned), internMaxEntries)
+		}
 	}
 }

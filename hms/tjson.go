@@ -17,18 +17,21 @@ type tableObject struct {
 	IsView        bool     // field 10 (viewOriginalText) or 11 (viewExpandedText) set
 }
 
-// partitionObject is what the decoder needs of a Thrift Partition.
+// partitionObject is what the decoder needs of a Thrift Partition: its values
+// (field 1). Fields 2 and 3 (db, table) are read, to check them and to know
+// where to stop, but not kept.
 type partitionObject struct {
-	Values    []string // field 1
-	DB, Table string   // fields 2, 3
+	// Values may be views of the text read (jsonScanner.strView): valid only
+	// as long as the text, which is enough to name the partition.
+	Values []string
 }
 
 // parseTable reads a Table. Thrift writes fields in id order, so reading stops
-// after field 8 unless the view fields are needed, and after field 11 otherwise.
-func parseTable(text []byte, needView bool) (tableObject, error) {
-	var t tableObject
+// after field 8 unless the view fields are needed, and after field 11 otherwise;
+// stopped says it did.
+func parseTable(text []byte, needView bool) (t tableObject, stopped bool, err error) {
 	s := jsonScanner{b: text}
-	err := s.object(func(key []byte) error {
+	err = s.object(func(key []byte) error {
 		if len(key) == 2 && key[0] >= '1' && (key[0] > '1' || key[1] > '1') {
 			return errStop // field 12 or later
 		}
@@ -59,7 +62,8 @@ func parseTable(text []byte, needView bool) (tableObject, error) {
 		}
 		return err
 	})
-	return t, endObject(&s, err)
+	stopped, err = endObject(&s, err)
+	return t, stopped, err
 }
 
 func fieldSchemaName(s *jsonScanner) (string, error) {
@@ -80,24 +84,26 @@ func fieldSchemaName(s *jsonScanner) (string, error) {
 	return name, err
 }
 
-func parsePartition(text []byte) (partitionObject, error) {
-	var p partitionObject
+// parsePartition reads a Partition's values, db and table; stopped says it
+// stopped there, not reading the rest. The values are appended to values[:0].
+func parsePartition(text []byte, values []string) (p partitionObject, stopped bool, err error) {
+	p.Values = values[:0]
 	seen := false
 	s := jsonScanner{b: text}
-	err := s.object(func(key []byte) error {
+	err = s.object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "1":
 			seen = true
 			err = tjsonList(&s, func() error {
-				v, _, err := s.str()
+				v, err := s.strView()
 				p.Values = append(p.Values, v)
 				return err
 			})
 		case "2":
-			p.DB, err = tjsonString(&s)
+			err = tjsonStringChecked(&s)
 		case "3":
-			p.Table, err = tjsonString(&s)
+			err = tjsonStringChecked(&s)
 			if err == nil && seen {
 				err = errStop // the rest (storage descriptor, parameters) is not needed
 			}
@@ -109,18 +115,18 @@ func parsePartition(text []byte) (partitionObject, error) {
 		}
 		return err
 	})
-	err = endObject(&s, err)
+	stopped, err = endObject(&s, err)
 	if err == nil && !seen {
 		err = fmt.Errorf("partition without values (field 1)")
 	}
-	return p, err
+	return p, stopped, err
 }
 
-// parseDatabaseName returns field 1 (name) of a Thrift Database.
-func parseDatabaseName(text []byte) (string, error) {
-	var name string
+// parseDatabaseName returns field 1 (name) of a Thrift Database; stopped says it
+// stopped there.
+func parseDatabaseName(text []byte) (name string, stopped bool, err error) {
 	s := jsonScanner{b: text}
-	err := s.object(func(key []byte) error {
+	err = s.object(func(key []byte) error {
 		if string(key) == "1" {
 			var err error
 			name, err = tjsonString(&s)
@@ -131,23 +137,24 @@ func parseDatabaseName(text []byte) (string, error) {
 		}
 		return s.skip()
 	})
-	err = endObject(&s, err)
+	stopped, err = endObject(&s, err)
 	if err == nil && name == "" {
 		err = fmt.Errorf("database without a name (field 1)")
 	}
-	return name, err
+	return name, stopped, err
 }
 
 // endObject completes the reading of a top-level object: a reader that stopped
-// early has succeeded, one that read it all must be at the end of the text.
-func endObject(s *jsonScanner, err error) error {
+// early has succeeded (stopped), one that read it all must be at the end of the
+// text.
+func endObject(s *jsonScanner, err error) (stopped bool, _ error) {
 	if errors.Is(err, errStop) {
-		return nil
+		return true, nil
 	}
 	if err == nil {
 		err = s.end()
 	}
-	return err
+	return false, err
 }
 
 // tjsonString reads {"str":"..."}.
@@ -159,6 +166,14 @@ func tjsonString(s *jsonScanner) (string, error) {
 		return err
 	})
 	return v, err
+}
+
+// tjsonStringChecked reads {"str":"..."} as tjsonString does, keeping nothing.
+func tjsonStringChecked(s *jsonScanner) error {
+	return tjsonValue(s, "str", func() error {
+		_, err := s.strView()
+		return err
+	})
 }
 
 // tjsonList reads {"lst":[elemType,count,e1,e2,...]} and calls elem, which must
