@@ -259,7 +259,7 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		Cluster: testCluster, Member: name, FEURL: fe.URL, Applier: ap, FEHealth: health,
 		Elector: el, Store: cs, Status: status, StatusInterval: 50 * time.Millisecond,
 		Catalogs: []agent.Catalog{{
-			Name: testCatalog, Source: hc, Decoder: hms.Decoder{}, BatchSize: h.o.batch,
+			Name: testCatalog, Source: hc, Decoder: hms.NewDecoder(""), BatchSize: h.o.batch,
 			PollInterval: mo.poll, CallTimeout: 2 * time.Second, SkipEventTypes: h.o.skip,
 			Include: anchoredPatterns(h.o.include), NoPushdown: h.o.noPushdown,
 		}},

@@ -38,6 +38,18 @@ type Decoder struct {
 	// fullReading turns off the shortcuts (reading only a prefix of an embedded
 	// object, the table cache), for the tests that compare both ways.
 	fullReading bool
+	// tables caches the tables read (see tableCache); shared by the copies of
+	// a decoder made by NewDecoder, nil in a zero Decoder (no cache).
+	tables *tableCache
+}
+
+// NewDecoder returns a decoder of catalog's events ("" means DefaultCatalog)
+// with a table cache of its own (at most tableCacheBytes of table texts): a
+// backlog is mostly partition events of a few tables, each carrying its
+// table's whole object, which the cache reads once. Its copies share the
+// cache and are safe for concurrent use.
+func NewDecoder(catalog string) Decoder {
+	return Decoder{Catalog: catalog, tables: &tableCache{}}
 }
 
 // Decode returns the descriptors of one event, in order, following reference §5.
@@ -57,6 +69,7 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 	bufs := getDecodeBuffers()
 	defer putDecodeBuffers(bufs)
 	bufs.fullReading = d.fullReading
+	bufs.tables = d.tables
 	text, err := bufs.messageText(e)
 	if err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "undecodable message", Err: err}

@@ -42,7 +42,7 @@ func benchmarkDecode(b *testing.B, evs []Event) {
 	}
 	b.SetBytes(int64(bytes / len(evs)))
 	b.ReportAllocs()
-	d := Decoder{}
+	d := NewDecoder("")
 	i := 0
 	for b.Loop() {
 		if _, err := d.Decode(evs[i]); err != nil {

@@ -67,7 +67,7 @@ func TestDecodeShortcutsMatchFullReadingOnTheCorpusAndCases(t *testing.T) {
 			Event{ID: int64(2000 + cut), Type: EventInsert, Format: FormatJSON, Message: body + quote(ptn[:cut]+`\x`+ptn[cut:]) + `}`},
 		)
 	}
-	d := Decoder{}
+	d := NewDecoder("")
 	for range 2 { // the second time with the tables cached
 		for _, ev := range evs {
 			sameDecode(t, d, ev)
@@ -86,6 +86,7 @@ func TestDecodeUnescapesOnlyWhatItReads(t *testing.T) {
 
 	bufs := getDecodeBuffers()
 	defer putDecodeBuffers(bufs)
+	bufs.tables = &tableCache{} // as NewDecoder's Decode sets it
 	decode := func() []change.Descriptor {
 		t.Helper()
 		bufs.escaped = bufs.escaped[:0]
@@ -170,7 +171,7 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 // descriptor names them with the header's strings.
 func TestDecodeTakesDBAndTableFromTheHeaderWhenTheyAreTheSame(t *testing.T) {
 	ev := Event{ID: 1, Type: EventCreateTable, Format: FormatJSON, DB: "sales", Table: "orders", Message: `{"db":"sales","table":"orders"}`}
-	descs, err := Decoder{}.Decode(ev)
+	descs, err := NewDecoder("").Decode(ev)
 	if err != nil || len(descs) != 1 {
 		t.Fatalf("decoded %+v, %v", descs, err)
 	}
@@ -179,7 +180,7 @@ func TestDecodeTakesDBAndTableFromTheHeaderWhenTheyAreTheSame(t *testing.T) {
 	}
 	// Names that differ from the header's are the message's.
 	ev.DB, ev.Table = "other", "orders2"
-	descs, err = Decoder{}.Decode(ev)
+	descs, err = NewDecoder("").Decode(ev)
 	if err != nil || len(descs) != 1 || descs[0].DB != "sales" || descs[0].Table != "orders" {
 		t.Fatalf("decoded %+v, %v; want sales.orders, the message's", descs, err)
 	}

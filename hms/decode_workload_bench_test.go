@@ -46,7 +46,7 @@ func decodeWorkload(b *testing.B, mix hmstest.Mix) {
 	}
 	b.SetBytes(int64(bytes / len(evs)))
 	b.ReportAllocs()
-	d := hms.Decoder{}
+	d := hms.NewDecoder("")
 	i := 0
 	cpu := processCPU(b)
 	for b.Loop() {

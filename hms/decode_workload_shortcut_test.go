@@ -18,7 +18,7 @@ func TestDecodeShortcutsMatchFullReadingOnWorkloads(t *testing.T) {
 		if err := hmstest.Preload(srv, 5000, mix); err != nil {
 			t.Fatal(err)
 		}
-		d, full := hms.Decoder{}, hms.FullReading(hms.Decoder{})
+		d, full := hms.NewDecoder(""), hms.FullReading(hms.Decoder{})
 		decoded := 0
 		for _, ev := range srv.Events() {
 			want, wantErr := full.Decode(ev)

@@ -42,12 +42,15 @@ type decodeBuffers struct {
 	values  [2][]string   // scratch lists of partition values (eventDecoder.partition)
 	// fullReading: no shortcuts (Decoder.fullReading).
 	fullReading bool
+	// tables is the decoder's table cache (Decoder.tables); nil: none.
+	tables *tableCache
 }
 
 var decodeBufferPool = sync.Pool{New: func() any { return new(decodeBuffers) }}
 
 func getDecodeBuffers() *decodeBuffers {
 	bufs := decodeBufferPool.Get().(*decodeBuffers)
+	bufs.tables = nil
 	bufs.escaped = bufs.escaped[:0]
 	bufs.fields.reset()
 	return bufs
@@ -223,10 +226,10 @@ func (bufs *decodeBuffers) parseEmbedded(e embeddedText, prefixBytes int, parse 
 // change between them: reading it again for each event was a fifth of the
 // decoder's time. A hit needs the very same bytes, and reading a text is a pure
 // function of it, so a hit gives what reading would. Only tables read without
-// error are kept. One cache serves the process (sharedTables): kept in the
-// pooled decode buffers it was lost at every other garbage collection, which a
-// draining sidecar runs every few fetches, and each decoding goroutine warmed
-// its own.
+// error are kept. One cache serves a decoder made by NewDecoder and its copies
+// (a sidecar's catalog): kept in the pooled decode buffers it was lost at every
+// other garbage collection, which a draining sidecar runs every few fetches,
+// and each decoding goroutine warmed its own. A zero Decoder has none.
 //
 // Bounded: texts of at most tableCacheMaxText bytes, in two generations of at
 // most tableCacheEntries/2 texts and tableCacheBytes/2 bytes each. When the
@@ -238,8 +241,6 @@ type tableCache struct {
 	recent, older map[string]cachedTable
 	recentBytes   int
 }
-
-var sharedTables tableCache
 
 type cachedTable struct {
 	text string // the key, to move it between generations without a copy
@@ -288,14 +289,15 @@ func (c *tableCache) addLocked(e cachedTable) {
 	c.recent[e.text] = e
 }
 
-// table reads the Table e holds, from the cache if these bytes were read before.
-// The result's PartitionKeys may be shared with other events: read only.
+// table reads the Table e holds, from the decoder's cache if these bytes were
+// read before. The result's PartitionKeys may be shared with other events:
+// read only.
 func (bufs *decodeBuffers) table(e embeddedText, needView bool) (tableObject, error) {
-	return bufs.tableFrom(&sharedTables, e, needView)
+	return bufs.tableFrom(bufs.tables, e, needView)
 }
 
 func (bufs *decodeBuffers) tableFrom(c *tableCache, e embeddedText, needView bool) (tableObject, error) {
-	if bufs.fullReading {
+	if bufs.fullReading || c == nil {
 		c = &tableCache{} // read, and kept nowhere
 	}
 	if t, ok := c.lookup(e.raw, needView); ok {

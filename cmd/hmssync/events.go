@@ -94,7 +94,7 @@ func tailEvents(c *cli.Context) error {
 	}
 	return eventlines.Tail(ctx, client, c.App.Writer, c.App.ErrWriter, eventlines.TailOptions{
 		From: c.Int64("from"), Batch: c.Int("batch"), Poll: c.Duration("poll"),
-		Decode: c.Bool("decode"), Decoder: hms.Decoder{Catalog: c.String("hms-catalog")},
+		Decode: c.Bool("decode"), Decoder: hms.NewDecoder(c.String("hms-catalog")),
 	})
 }
 

@@ -374,7 +374,7 @@ func fetchLoop(ctx context.Context, o MetastoreOptions, decode bool) (fetchSampl
 	}
 	defer hc.Close()
 	var s fetchSample
-	dec := hms.Decoder{}
+	dec := hms.NewDecoder("")
 	t0 := time.Now()
 	for after := o.From; after < o.To; {
 		evs, err := fetchBatch(ctx, hc, o, after)
@@ -436,7 +436,7 @@ func fetchDecodePipelined(ctx context.Context, o MetastoreOptions) (fetchSample,
 		}
 	})
 	var s fetchSample
-	dec := hms.Decoder{}
+	dec := hms.NewDecoder("")
 	for f := range ch {
 		if f.err != nil {
 			return s, f.err

@@ -34,7 +34,7 @@ func newBenchTemplate(n int) (*benchTemplate, error) {
 		return nil, fmt.Errorf("bench: preload %d events: %w", n, err)
 	}
 	t := &benchTemplate{events: src.Events(), src: src}
-	dec := hms.Decoder{}
+	dec := hms.NewDecoder("")
 	for _, ev := range t.events {
 		ds, err := dec.Decode(ev)
 		if err != nil {

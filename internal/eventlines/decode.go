@@ -17,7 +17,7 @@ func Decode(in io.Reader, out io.Writer, catalog string) (failed int, err error)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30) // messages of thousands of partitions are large
 	w := bufio.NewWriter(out)
-	dec := hms.Decoder{Catalog: catalog}
+	dec := hms.NewDecoder(catalog)
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
 		if len(strings.TrimSpace(string(b))) == 0 {

@@ -72,7 +72,7 @@ func describeWindow(ctx context.Context, cl *hms.Client, c Catalog, oldest, cur 
 	}
 	types := map[string]int{}
 	undecodable := 0
-	dec := hms.Decoder{Catalog: c.HMSCatalog}
+	dec := hms.NewDecoder(c.HMSCatalog)
 	var firstErr error
 	for _, e := range f.Events {
 		types[e.Type]++

@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		}
 		sc.hms = append(sc.hms, hc)
 		cat := agent.Catalog{
-			Name: cc.Name, Source: hc, Decoder: hms.Decoder{Catalog: cc.HMSCatalog},
+			Name: cc.Name, Source: hc, Decoder: hms.NewDecoder(cc.HMSCatalog),
 			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
 			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown,
 		}
