@@ -107,11 +107,21 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 	}
 	bound := cur
 	var evs []*hmsthrift.NotificationEvent
+	// nextInLastAnswer says whether the answer read last held the event
+	// after+1: the cleaner deletes the oldest events, so only then was
+	// nothing after the cursor cleaned before any of the streams was read.
+	// The event after+1 in an earlier stream's answer proves nothing about
+	// the streams read after it.
+	nextInLastAnswer := false
+	holdsNext := func(raw []*hmsthrift.NotificationEvent) bool {
+		return slices.ContainsFunc(raw, func(t *hmsthrift.NotificationEvent) bool { return t.EventId == after+1 })
+	}
 	for _, s := range streams {
 		raw, asked, err := c.fetchHalving(ctx, after, limit, s.skip, s.db)
 		if err != nil {
 			return Fetch{}, err
 		}
+		nextInLastAnswer = holdsNext(raw)
 		switch {
 		case limit > 0 && len(raw) >= asked && len(raw) > 0:
 			// Full: later events of this stream may lie below the others'
@@ -126,6 +136,7 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 			if err != nil {
 				return Fetch{}, err
 			}
+			nextInLastAnswer = false // it reads after last > after
 			if len(next) > 0 && next[0].EventId <= bound {
 				bound = min(bound, last)
 			}
@@ -176,11 +187,12 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 		f.Events = append(f.Events, eventFromThrift(t))
 	}
 	f.Last = max(bound, after)
-	if len(f.Events) > 0 && f.Events[0].ID == after+1 {
+	if nextInLastAnswer {
 		return f, nil
 	}
 	// The streams skip over the ids of other databases; only cleaned ones make
-	// a gap.
+	// a gap. The oldest retained event is read after every stream, so it
+	// also tells of events cleaned between two of them.
 	oldest, ok, err := c.OldestEventID(ctx)
 	if err != nil {
 		return Fetch{}, err

@@ -3,6 +3,7 @@ package hms_test
 import (
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hmssync/hmssync/hms"
@@ -206,5 +207,37 @@ func TestFakeFiltersAsHive4(t *testing.T) {
 	// Event 4's header "A" is not "a"; event 2 has no database.
 	if got := ids(f.Events); !reflect.DeepEqual(got, []int64{1, 3}) {
 		t.Errorf("events of a: %v; want [1 3]", got)
+	}
+}
+
+// The streams are read one after another, and the metastore's cleaner may
+// run in between: events of a stream read after the cleaning are gone from
+// it although an earlier stream still returned the event after the cursor.
+// That is a gap (as one unfiltered read would have shown: its first event
+// beyond after+1), not a contiguous batch without the cleaned events.
+func TestNextEventsOfDatabasesCleanedBetweenStreams(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	s.Append(
+		ev(hms.EventInsert, "a"), // 1
+		ev(hms.EventInsert, "b"), // 2: cleaned before b's stream is read
+		ev(hms.EventInsert, "b"), // 3
+	)
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	var cleaned atomic.Bool
+	s.AfterFetch(func(f hmstest.ServedFetch) {
+		if f.DB == "a" && cleaned.CompareAndSwap(false, true) {
+			s.Clean(3)
+		}
+	})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, nil, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cleaned.Load() {
+		t.Fatal("the cleaner never ran: a's stream was not read")
+	}
+	if f.Continuity != hms.Gap {
+		t.Errorf("event 2 cleaned between the streams: events %v, %v, last %d; want a gap", ids(f.Events), f.Continuity, f.Last)
 	}
 }
