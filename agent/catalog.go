@@ -121,6 +121,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
 	a.m.feStatements.WithLabelValues(cat.Name, "ok") // the series exists before the first request
+	a.m.pushdownDBs.WithLabelValues(cat.Name).Set(0) // until a fetch says otherwise
 	a.m.masterCursor.WithLabelValues(cat.Name).Set(-1)
 	a.m.catalogPaused.WithLabelValues(cat.Name).Set(0)
 	return l

@@ -86,7 +86,7 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 	if err != nil {
 		return Fetch{}, err
 	}
-	f := Fetch{Last: after, Current: cur}
+	f := Fetch{Last: after, Current: cur, Databases: len(dbs)}
 	switch {
 	case cur < after:
 		f.Continuity = Reset
@@ -187,6 +187,9 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 		f.Events = append(f.Events, eventFromThrift(t))
 	}
 	f.Last = max(bound, after)
+	if c.filterIgnored.Load() {
+		f.Databases = 0 // the streams brought the whole log
+	}
 	if nextInLastAnswer {
 		return f, nil
 	}

@@ -241,3 +241,31 @@ func TestNextEventsOfDatabasesCleanedBetweenStreams(t *testing.T) {
 		t.Errorf("event 2 cleaned between the streams: events %v, %v, last %d; want a gap", ids(f.Events), f.Continuity, f.Last)
 	}
 }
+
+// Fetch.Databases says how many databases the metastore filtered the fetch
+// to: the included ones, and none once it showed it ignores the filter.
+func TestNextEventsOfDatabasesCountsTheFilteredDatabases(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		s := hmstest.NewServer()
+		s.IgnoreRequestFilters(ignore)
+		s.Append(ev(hms.EventInsert, "a"), ev(hms.EventInsert, "x"), ev(hms.EventInsert, "b"))
+		c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+		want := 2
+		if ignore {
+			want = 0
+		}
+		for _, after := range []int64{0, 1} { // the first fetch finds out, the second reads the whole log
+			f, err := c.NextEventsOfDatabases(ctxT(t), after, 10, nil, []string{"a", "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Databases != want {
+				t.Errorf("server ignoring the filter %v, after %d: Databases %d, want %d", ignore, after, f.Databases, want)
+			}
+		}
+		if f, err := c.NextEvents(ctxT(t), 0, 10, nil); err != nil || f.Databases != 0 {
+			t.Errorf("NextEvents: Databases %d, %v; want 0", f.Databases, err)
+		}
+		s.Close()
+	}
+}
