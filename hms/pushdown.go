@@ -27,11 +27,19 @@ import (
 // included name is logged under its old one). So the log of a few databases is
 // read as the union of several filtered streams: one per database, and one of
 // the event types whose header may name another database (ALTER_TABLE,
-// ALTER_DATABASE) over every database, every other known type skipped.
+// ALTER_DATABASE) or the database as the client spelled it (CREATE_DATABASE)
+// over every database, every other known type skipped.
 
 // crossDatabaseTypes are the event types whose header may name another
-// database than one they change (reference §3 "Header fields").
-var crossDatabaseTypes = []string{EventAlterTable, EventAlterDatabase}
+// database than one they change (reference §3 "Header fields"), or name it
+// as the client spelled it: CREATE_DATABASE is logged with the client's
+// Database object (HMSHandler.create_database_core does not normalize the
+// name, ObjectStore lower-cases only what it stores), so `CREATE DATABASE
+// Sales` is logged under "Sales", which the dbName filter "sales" misses
+// where the metastore's database compares case-sensitively (PostgreSQL,
+// Derby, Oracle). The other types name a database read back from the store
+// (lower-case) or, for CREATE_TABLE, one Hive 4 normalizes first.
+var crossDatabaseTypes = []string{EventAlterTable, EventAlterDatabase, EventCreateDatabase}
 
 // knownEventTypes are the event types Hive 4 writes (reference §3). The stream
 // of crossDatabaseTypes skips all the others; a type not listed here (a newer

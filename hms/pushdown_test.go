@@ -269,3 +269,24 @@ func TestNextEventsOfDatabasesCountsTheFilteredDatabases(t *testing.T) {
 		s.Close()
 	}
 }
+
+// Hive logs CREATE_DATABASE with the client's Database object
+// (HMSHandler.create_database_core does not normalize its name; ObjectStore
+// lower-cases only what it stores), so `CREATE DATABASE Sales` is logged
+// under "Sales", which a dbName filter of "sales" does not match on a
+// metastore database that compares case-sensitively (PostgreSQL, Derby,
+// Oracle; the fake does too). The consumer lower-cases names and keeps the
+// event, so push-down must read it too.
+func TestNextEventsOfDatabasesCreateDatabaseSpelledInUpperCase(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	s.Append(ev(hms.EventCreateDatabase, "Sales"), ev(hms.EventCreateDatabase, "HR"))
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, nil, []string{"sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(f.Events); !slices.Contains(got, 1) {
+		t.Errorf("events %v, last %d; want CREATE_DATABASE Sales (1) among them", got, f.Last)
+	}
+}
