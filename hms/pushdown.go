@@ -2,6 +2,7 @@ package hms
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -83,6 +84,10 @@ func PushdownDatabase(db string) bool {
 // skip over are normal, so a gap is told by the oldest retained event, as with
 // a skip list: beyond after+1, events after the requested id were cleaned.
 //
+// The calls must all be answered on one connection: a reconnection between
+// the current-id read and the last stream is an error (read again), since the
+// streams may then have read another log than the one that id belongs to.
+//
 // A metastore that answers a database stream with events of another database
 // does not know the filter (Hive 3): the answer is still complete (a superset),
 // and the client reads unfiltered (NextEvents) until its next connection.
@@ -94,6 +99,7 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 	if err != nil {
 		return Fetch{}, err
 	}
+	conn := c.connections.Load()
 	f := Fetch{Last: after, Current: cur, Databases: len(dbs)}
 	switch {
 	case cur < after:
@@ -199,7 +205,7 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 		f.Databases = 0 // the streams brought the whole log
 	}
 	if nextInLastAnswer {
-		return f, nil
+		return f, c.sameConnection(conn, after)
 	}
 	// The streams skip over the ids of other databases; only cleaned ones make
 	// a gap. The oldest retained event is read after every stream, so it
@@ -208,10 +214,26 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 	if err != nil {
 		return Fetch{}, err
 	}
+	if err := c.sameConnection(conn, after); err != nil {
+		return Fetch{}, err
+	}
 	if !ok || oldest > after+1 {
 		f.Continuity = Gap
 	}
 	return f, nil
+}
+
+// sameConnection returns an error when the client reconnected since the
+// connection count was conn: the streams were then not all read from the log
+// whose current id bounds the batch (a metastore restarted on a replaced or
+// restored database, another metastore behind a load balancer), so the batch
+// proves nothing and is read again. With a transient error, the next cycle
+// reads the current id afresh and sees a reset as one.
+func (c *Client) sameConnection(conn uint64, after int64) error {
+	if c.connections.Load() == conn {
+		return nil
+	}
+	return fmt.Errorf("hms get_next_notification of the included databases after %d: the metastore connection was replaced between the current id and the last stream, so the streams may have read another log than the one the current id belongs to; read again", after)
 }
 
 // crossStreamSkip is the skip list of the stream of crossDatabaseTypes: every

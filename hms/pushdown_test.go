@@ -290,3 +290,40 @@ func TestNextEventsOfDatabasesCreateDatabaseSpelledInUpperCase(t *testing.T) {
 		t.Errorf("events %v, last %d; want CREATE_DATABASE Sales (1) among them", got, f.Last)
 	}
 }
+
+// The metastore's log is replaced between the current-id read and the streams
+// (a restored or new metastore database: the server restarts, the client
+// reconnects). The streams then read another log than the one whose current
+// id bounds the batch: reading the whole log, the empty answer makes the
+// client read the current id afresh and see the reset; the filtered read
+// must not instead call the batch complete up to the old log's id.
+func TestNextEventsOfDatabasesLogReplacedBetweenCurrentIDAndStreams(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	s.SetMetastoreUUID("") // a restored copy would not tell by its uuid either
+	for range 5 {
+		s.Append(ev(hms.EventInsert, "a")) // 1..5
+	}
+	for range 5 {
+		s.Append(ev(hms.EventInsert, "x")) // 6..10
+	}
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	var replaced atomic.Bool
+	s.AfterFetch(func(f hmstest.ServedFetch) {
+		if f.DB == "a" && replaced.CompareAndSwap(false, true) {
+			s.Reset(1)
+			s.Append(ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x")) // 1..3
+		}
+	})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 5, 10, nil, []string{"a"})
+	if !replaced.Load() {
+		t.Fatal("the log was never replaced: a's stream was not read")
+	}
+	if err == nil && f.Continuity != hms.Reset {
+		t.Errorf("log replaced (now at 3) after the current id 10 was read: %v, last %d, events %v; want a reset or an error", f.Continuity, f.Last, ids(f.Events))
+	}
+	// Read again, the reset shows.
+	if f, err = c.NextEventsOfDatabases(ctxT(t), 5, 10, nil, []string{"a"}); err != nil || f.Continuity != hms.Reset || f.Current != 3 {
+		t.Errorf("read again: %v current %d, %v; want a reset, current 3", f.Continuity, f.Current, err)
+	}
+}
