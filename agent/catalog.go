@@ -175,6 +175,12 @@ func (l *catalogLoop) run(ctx context.Context) {
 // step runs one step in the current role.
 func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (out outcome, err error) {
 	l.dropReadAheadOfAnotherRole(term, master)
+	if !master {
+		// A follower reads the whole log (or nothing, with a cluster-scope
+		// dialect): push-down is the master's, and a demoted master's last
+		// fetch no longer says what this member does.
+		l.a.m.pushdownDBs.WithLabelValues(l.cat.Name).Set(0)
+	}
 	defer func() {
 		// A read-ahead serves only the step right after the one that
 		// started it, draining a backlog; after a failure the batch it
