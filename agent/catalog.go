@@ -121,6 +121,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown}
 	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
 	a.m.feStatements.WithLabelValues(cat.Name, "ok") // the series exists before the first request
+	a.m.pushdownDBs.WithLabelValues(cat.Name).Set(0) // until a fetch says otherwise
 	a.m.masterCursor.WithLabelValues(cat.Name).Set(-1)
 	a.m.catalogPaused.WithLabelValues(cat.Name).Set(0)
 	return l
@@ -174,6 +175,12 @@ func (l *catalogLoop) run(ctx context.Context) {
 // step runs one step in the current role.
 func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (out outcome, err error) {
 	l.dropReadAheadOfAnotherRole(term, master)
+	if !master {
+		// A follower reads the whole log (or nothing, with a cluster-scope
+		// dialect): push-down is the master's, and a demoted master's last
+		// fetch no longer says what this member does.
+		l.a.m.pushdownDBs.WithLabelValues(l.cat.Name).Set(0)
+	}
 	defer func() {
 		// A read-ahead serves only the step right after the one that
 		// started it, draining a backlog; after a failure the batch it

@@ -36,6 +36,7 @@ type metrics struct {
 	fencedRejected  *prometheus.CounterVec // catalog, reason
 	paused          prometheus.Gauge
 	catalogPaused   *prometheus.GaugeVec // catalog
+	pushdownDBs     *prometheus.GaugeVec // catalog
 	feAuthFailures  prometheus.Counter
 	statusPublishes *prometheus.CounterVec // result
 }
@@ -94,6 +95,7 @@ func newMetrics() *metrics {
 			return g
 		}(),
 		catalogPaused: gauge("catalog_paused", "1 while this member, as master, holds the catalog for the pause key: its loop saw the key at the top of a cycle and has done nothing since (hmssync_paused says only that the key is present; a cycle already running finishes first).", "catalog"),
+		pushdownDBs:   gauge("catalog_pushdown_databases", "How many databases the metastore filtered this member's last fetch to (push-down: the master of a catalog whose include patterns name its databases, filter_pushdown on, a Hive 4 metastore); 0 when it read the whole log (push-down off or not provable, a follower, a metastore that ignores the filter).", "catalog"),
 		feAuthFailures: func() prometheus.Counter {
 			c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "hmssync", Name: "fe_auth_failures_total", Help: "FE calls refused for authentication (a configuration error)."})
 			f(c)

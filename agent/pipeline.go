@@ -57,6 +57,7 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 	if err != nil {
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
 	}
+	l.a.m.pushdownDBs.WithLabelValues(l.cat.Name).Set(float64(f.Databases))
 	var received typeCounts
 	for _, ev := range f.Events {
 		received.add(eventTypeLabel(ev.Type), 1)

@@ -160,3 +160,27 @@ func TestPushdownMasterOnly(t *testing.T) {
 		}
 	}
 }
+
+// hmssync_catalog_pushdown_databases tells the operator whether push-down is
+// in effect: the master of a catalog including database a asks for one
+// database by name; with filter_pushdown off it reads the whole log (0).
+func TestPushdownDatabasesGauge(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("filter_pushdown_off=%v", off), func(t *testing.T) {
+			h := newHarness(t, harnessOpts{include: []string{`a\..*`}, noPushdown: off})
+			h.mustHMS(h.hms.CreateDatabase("a"))
+			m := h.start(0, memberOpts{})
+			h.awaitApplied(0)
+			h.mustHMS(h.hms.CreateTable(hmstest.Table{DB: "a", Name: "t"})) // fetched, not refreshed
+			h.awaitApplied(0)
+			want := 1.0
+			if off {
+				want = 0
+			}
+			label := fmt.Sprintf("catalog=%q", testCatalog)
+			if got := m.metric("hmssync_catalog_pushdown_databases", label); got != want {
+				t.Errorf("hmssync_catalog_pushdown_databases{%s} = %v, want %v", label, got, want)
+			}
+		})
+	}
+}

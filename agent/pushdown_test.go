@@ -1,8 +1,14 @@
 package agent
 
 import (
+	"context"
 	"reflect"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/hms"
 )
 
 // Only patterns that provably match the subjects of literally named, lower-case
@@ -36,5 +42,51 @@ func TestPushdownDatabases(t *testing.T) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("include %q: databases %q, want %q", c.include, got, c.want)
 		}
+	}
+}
+
+// databaseLog is a memLog that reads "the included databases" as a Hive 4
+// metastore would for a catalog whose events are all of them: the whole log,
+// telling how many databases it filtered to.
+type databaseLog struct{ *memLog }
+
+func (d databaseLog) NextEventsOfDatabases(ctx context.Context, after int64, max int, skip, dbs []string) (hms.Fetch, error) {
+	f, err := d.NextEvents(ctx, after, max, skip)
+	f.Databases = len(dbs)
+	return f, err
+}
+
+// hmssync_catalog_pushdown_databases follows the role: the master's fetch
+// sets it, and a demoted master, now a follower, shows 0 even before (or
+// without: a cluster-scope dialect) its first follower fetch.
+func TestPushdownGaugeFollowsTheRole(t *testing.T) {
+	log, store := &memLog{}, newMemStore()
+	log.add(hms.EventInsert, 5)
+	r := newRig(t, log, store, rigOpts{scope: applier.ScopeCluster})
+	r.l.cat.Source = databaseLog{log}
+	r.l.pushDBs = []string{"db", "other"}
+	gauge := func() float64 {
+		var m dto.Metric
+		if err := r.a.m.pushdownDBs.WithLabelValues("hive").Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	if got := gauge(); got != 0 {
+		t.Fatalf("before any fetch: %v, want 0", got)
+	}
+	r.becomeMaster()
+	r.run(10) // the initial refresh
+	log.add(hms.EventInsert, 3)
+	r.run(10)
+	if got := gauge(); got != 2 {
+		t.Fatalf("master after a fetch: %v, want 2", got)
+	}
+	r.el.StepDown("test")
+	if _, err := r.step(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gauge(); got != 0 {
+		t.Errorf("demoted to follower: %v, want 0", got)
 	}
 }

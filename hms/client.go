@@ -76,6 +76,10 @@ type Client struct {
 	// (hive.metastore.max.event.response) is at least that, so an answer
 	// with fewer events than that, and fewer than asked for, is complete.
 	largestReply atomic.Int64
+	// connections counts the connections made: a read made of several calls
+	// (NextEventsOfDatabases) tells by it whether all were answered on the
+	// connection its first call was, by one metastore reading one database.
+	connections atomic.Uint64
 }
 
 // NewClient validates cfg and returns a client; it does not connect.
@@ -259,6 +263,7 @@ func (c *Client) connect(ctx context.Context) error {
 		c.conn, c.next = cn, idx
 		c.filterIgnored.Store(false)
 		c.largestReply.Store(0)
+		c.connections.Add(1)
 		fields := []zap.Field{zap.String("uri", cn.uri)}
 		if cn.qop != "" {
 			fields = append(fields, zap.String("sasl_qop", cn.qop))

@@ -57,6 +57,10 @@ type Fetch struct {
 	// Current is the metastore's current event id when the fetch read it (by
 	// NextEvents, an empty batch; by NextEventsOfDatabases, always), else 0.
 	Current int64
+	// Databases is how many databases the metastore filtered this fetch to
+	// (NextEventsOfDatabases: push-down); 0 when the whole log was read,
+	// including by a metastore found to ignore the filter.
+	Databases int
 }
 
 // NextEvents reads at most max events after the id after

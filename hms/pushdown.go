@@ -2,6 +2,7 @@ package hms
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -27,11 +28,19 @@ import (
 // included name is logged under its old one). So the log of a few databases is
 // read as the union of several filtered streams: one per database, and one of
 // the event types whose header may name another database (ALTER_TABLE,
-// ALTER_DATABASE) over every database, every other known type skipped.
+// ALTER_DATABASE) or the database as the client spelled it (CREATE_DATABASE)
+// over every database, every other known type skipped.
 
 // crossDatabaseTypes are the event types whose header may name another
-// database than one they change (reference §3 "Header fields").
-var crossDatabaseTypes = []string{EventAlterTable, EventAlterDatabase}
+// database than one they change (reference §3 "Header fields"), or name it
+// as the client spelled it: CREATE_DATABASE is logged with the client's
+// Database object (HMSHandler.create_database_core does not normalize the
+// name, ObjectStore lower-cases only what it stores), so `CREATE DATABASE
+// Sales` is logged under "Sales", which the dbName filter "sales" misses
+// where the metastore's database compares case-sensitively (PostgreSQL,
+// Derby, Oracle). The other types name a database read back from the store
+// (lower-case) or, for CREATE_TABLE, one Hive 4 normalizes first.
+var crossDatabaseTypes = []string{EventAlterTable, EventAlterDatabase, EventCreateDatabase}
 
 // knownEventTypes are the event types Hive 4 writes (reference §3). The stream
 // of crossDatabaseTypes skips all the others; a type not listed here (a newer
@@ -75,6 +84,10 @@ func PushdownDatabase(db string) bool {
 // skip over are normal, so a gap is told by the oldest retained event, as with
 // a skip list: beyond after+1, events after the requested id were cleaned.
 //
+// The calls must all be answered on one connection: a reconnection between
+// the current-id read and the last stream is an error (read again), since the
+// streams may then have read another log than the one that id belongs to.
+//
 // A metastore that answers a database stream with events of another database
 // does not know the filter (Hive 3): the answer is still complete (a superset),
 // and the client reads unfiltered (NextEvents) until its next connection.
@@ -86,7 +99,8 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 	if err != nil {
 		return Fetch{}, err
 	}
-	f := Fetch{Last: after, Current: cur}
+	conn := c.connections.Load()
+	f := Fetch{Last: after, Current: cur, Databases: len(dbs)}
 	switch {
 	case cur < after:
 		f.Continuity = Reset
@@ -107,11 +121,21 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 	}
 	bound := cur
 	var evs []*hmsthrift.NotificationEvent
+	// nextInLastAnswer says whether the answer read last held the event
+	// after+1: the cleaner deletes the oldest events, so only then was
+	// nothing after the cursor cleaned before any of the streams was read.
+	// The event after+1 in an earlier stream's answer proves nothing about
+	// the streams read after it.
+	nextInLastAnswer := false
+	holdsNext := func(raw []*hmsthrift.NotificationEvent) bool {
+		return slices.ContainsFunc(raw, func(t *hmsthrift.NotificationEvent) bool { return t.EventId == after+1 })
+	}
 	for _, s := range streams {
 		raw, asked, err := c.fetchHalving(ctx, after, limit, s.skip, s.db)
 		if err != nil {
 			return Fetch{}, err
 		}
+		nextInLastAnswer = holdsNext(raw)
 		switch {
 		case limit > 0 && len(raw) >= asked && len(raw) > 0:
 			// Full: later events of this stream may lie below the others'
@@ -126,6 +150,7 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 			if err != nil {
 				return Fetch{}, err
 			}
+			nextInLastAnswer = false // it reads after last > after
 			if len(next) > 0 && next[0].EventId <= bound {
 				bound = min(bound, last)
 			}
@@ -176,19 +201,39 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 		f.Events = append(f.Events, eventFromThrift(t))
 	}
 	f.Last = max(bound, after)
-	if len(f.Events) > 0 && f.Events[0].ID == after+1 {
-		return f, nil
+	if c.filterIgnored.Load() {
+		f.Databases = 0 // the streams brought the whole log
+	}
+	if nextInLastAnswer {
+		return f, c.sameConnection(conn, after)
 	}
 	// The streams skip over the ids of other databases; only cleaned ones make
-	// a gap.
+	// a gap. The oldest retained event is read after every stream, so it
+	// also tells of events cleaned between two of them.
 	oldest, ok, err := c.OldestEventID(ctx)
 	if err != nil {
+		return Fetch{}, err
+	}
+	if err := c.sameConnection(conn, after); err != nil {
 		return Fetch{}, err
 	}
 	if !ok || oldest > after+1 {
 		f.Continuity = Gap
 	}
 	return f, nil
+}
+
+// sameConnection returns an error when the client reconnected since the
+// connection count was conn: the streams were then not all read from the log
+// whose current id bounds the batch (a metastore restarted on a replaced or
+// restored database, another metastore behind a load balancer), so the batch
+// proves nothing and is read again. With a transient error, the next cycle
+// reads the current id afresh and sees a reset as one.
+func (c *Client) sameConnection(conn uint64, after int64) error {
+	if c.connections.Load() == conn {
+		return nil
+	}
+	return fmt.Errorf("hms get_next_notification of the included databases after %d: the metastore connection was replaced between the current id and the last stream, so the streams may have read another log than the one the current id belongs to; read again", after)
 }
 
 // crossStreamSkip is the skip list of the stream of crossDatabaseTypes: every

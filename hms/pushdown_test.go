@@ -3,6 +3,7 @@ package hms_test
 import (
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hmssync/hmssync/hms"
@@ -206,5 +207,123 @@ func TestFakeFiltersAsHive4(t *testing.T) {
 	// Event 4's header "A" is not "a"; event 2 has no database.
 	if got := ids(f.Events); !reflect.DeepEqual(got, []int64{1, 3}) {
 		t.Errorf("events of a: %v; want [1 3]", got)
+	}
+}
+
+// The streams are read one after another, and the metastore's cleaner may
+// run in between: events of a stream read after the cleaning are gone from
+// it although an earlier stream still returned the event after the cursor.
+// That is a gap (as one unfiltered read would have shown: its first event
+// beyond after+1), not a contiguous batch without the cleaned events.
+func TestNextEventsOfDatabasesCleanedBetweenStreams(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	s.Append(
+		ev(hms.EventInsert, "a"), // 1
+		ev(hms.EventInsert, "b"), // 2: cleaned before b's stream is read
+		ev(hms.EventInsert, "b"), // 3
+	)
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	var cleaned atomic.Bool
+	s.AfterFetch(func(f hmstest.ServedFetch) {
+		if f.DB == "a" && cleaned.CompareAndSwap(false, true) {
+			s.Clean(3)
+		}
+	})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, nil, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cleaned.Load() {
+		t.Fatal("the cleaner never ran: a's stream was not read")
+	}
+	if f.Continuity != hms.Gap {
+		t.Errorf("event 2 cleaned between the streams: events %v, %v, last %d; want a gap", ids(f.Events), f.Continuity, f.Last)
+	}
+}
+
+// Fetch.Databases says how many databases the metastore filtered the fetch
+// to: the included ones, and none once it showed it ignores the filter.
+func TestNextEventsOfDatabasesCountsTheFilteredDatabases(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		s := hmstest.NewServer()
+		s.IgnoreRequestFilters(ignore)
+		s.Append(ev(hms.EventInsert, "a"), ev(hms.EventInsert, "x"), ev(hms.EventInsert, "b"))
+		c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+		want := 2
+		if ignore {
+			want = 0
+		}
+		for _, after := range []int64{0, 1} { // the first fetch finds out, the second reads the whole log
+			f, err := c.NextEventsOfDatabases(ctxT(t), after, 10, nil, []string{"a", "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Databases != want {
+				t.Errorf("server ignoring the filter %v, after %d: Databases %d, want %d", ignore, after, f.Databases, want)
+			}
+		}
+		if f, err := c.NextEvents(ctxT(t), 0, 10, nil); err != nil || f.Databases != 0 {
+			t.Errorf("NextEvents: Databases %d, %v; want 0", f.Databases, err)
+		}
+		s.Close()
+	}
+}
+
+// Hive logs CREATE_DATABASE with the client's Database object
+// (HMSHandler.create_database_core does not normalize its name; ObjectStore
+// lower-cases only what it stores), so `CREATE DATABASE Sales` is logged
+// under "Sales", which a dbName filter of "sales" does not match on a
+// metastore database that compares case-sensitively (PostgreSQL, Derby,
+// Oracle; the fake does too). The consumer lower-cases names and keeps the
+// event, so push-down must read it too.
+func TestNextEventsOfDatabasesCreateDatabaseSpelledInUpperCase(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	s.Append(ev(hms.EventCreateDatabase, "Sales"), ev(hms.EventCreateDatabase, "HR"))
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, nil, []string{"sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(f.Events); !slices.Contains(got, 1) {
+		t.Errorf("events %v, last %d; want CREATE_DATABASE Sales (1) among them", got, f.Last)
+	}
+}
+
+// The metastore's log is replaced between the current-id read and the streams
+// (a restored or new metastore database: the server restarts, the client
+// reconnects). The streams then read another log than the one whose current
+// id bounds the batch: reading the whole log, the empty answer makes the
+// client read the current id afresh and see the reset; the filtered read
+// must not instead call the batch complete up to the old log's id.
+func TestNextEventsOfDatabasesLogReplacedBetweenCurrentIDAndStreams(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	s.SetMetastoreUUID("") // a restored copy would not tell by its uuid either
+	for range 5 {
+		s.Append(ev(hms.EventInsert, "a")) // 1..5
+	}
+	for range 5 {
+		s.Append(ev(hms.EventInsert, "x")) // 6..10
+	}
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	var replaced atomic.Bool
+	s.AfterFetch(func(f hmstest.ServedFetch) {
+		if f.DB == "a" && replaced.CompareAndSwap(false, true) {
+			s.Reset(1)
+			s.Append(ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x")) // 1..3
+		}
+	})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 5, 10, nil, []string{"a"})
+	if !replaced.Load() {
+		t.Fatal("the log was never replaced: a's stream was not read")
+	}
+	if err == nil && f.Continuity != hms.Reset {
+		t.Errorf("log replaced (now at 3) after the current id 10 was read: %v, last %d, events %v; want a reset or an error", f.Continuity, f.Last, ids(f.Events))
+	}
+	// Read again, the reset shows.
+	if f, err = c.NextEventsOfDatabases(ctxT(t), 5, 10, nil, []string{"a"}); err != nil || f.Continuity != hms.Reset || f.Current != 3 {
+		t.Errorf("read again: %v current %d, %v; want a reset, current 3", f.Continuity, f.Current, err)
 	}
 }

@@ -42,11 +42,26 @@ func (s *Server) Fetches() []ServedFetch {
 	return append([]ServedFetch(nil), s.fetchLog...)
 }
 
-func (s *Server) recordFetch(f ServedFetch) {
+// AfterFetch makes fn run after each get_next_notification the server has
+// answered (with what it answered; nil: nothing), so that a test can change
+// the log between two calls of one client operation, as the metastore's
+// cleaner or another writer may. fn runs on the serving goroutine, holding no
+// lock of the server's.
+func (s *Server) AfterFetch(fn func(ServedFetch)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.afterFetch = fn
+}
+
+func (s *Server) recordFetch(f ServedFetch) {
+	s.mu.Lock()
+	fn := s.afterFetch
 	if s.recordFetches {
 		s.fetchLog = append(s.fetchLog, f)
+	}
+	s.mu.Unlock()
+	if fn != nil {
+		fn(f)
 	}
 }
 

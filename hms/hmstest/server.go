@@ -45,8 +45,10 @@ type Server struct {
 	// recordFetches turns the fetch log (fetchLog) on.
 	recordFetches bool
 	fetchLog      []ServedFetch
-	saslClients   []string
-	saslFailures  int
+	// afterFetch runs after each answered get_next_notification (AfterFetch).
+	afterFetch   func(ServedFetch)
+	saslClients  []string
+	saslFailures int
 
 	log   eventLog
 	model model
