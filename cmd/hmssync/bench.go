@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -60,16 +61,7 @@ stdout.`,
 			if err != nil {
 				return err
 			}
-			if p := c.String("json-file"); p != "" {
-				if err := rep.WriteJSONFile(p); err != nil {
-					return err
-				}
-			}
-			if c.Bool("json") {
-				return rep.WriteJSON(c.App.Writer)
-			}
-			rep.WriteTable(c.App.Writer)
-			return nil
+			return writeReport(c, rep)
 		},
 	}
 }
@@ -153,16 +145,28 @@ to the metastore. Progress goes to stderr, the table (or --json) to stdout.`,
 			if err != nil {
 				return err
 			}
-			if p := c.String("json-file"); p != "" {
-				if err := rep.WriteJSONFile(p); err != nil {
-					return err
-				}
-			}
-			if c.Bool("json") {
-				return rep.WriteJSON(c.App.Writer)
-			}
-			rep.WriteTable(c.App.Writer)
-			return nil
+			return writeReport(c, rep)
 		},
 	}
+}
+
+// report is what both benches print: a table, or JSON (--json), and JSON to a
+// file as well (--json-file).
+type report interface {
+	WriteJSONFile(path string) error
+	WriteJSON(w io.Writer) error
+	WriteTable(w io.Writer)
+}
+
+func writeReport(c *cli.Context, rep report) error {
+	if p := c.String("json-file"); p != "" {
+		if err := rep.WriteJSONFile(p); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		return rep.WriteJSON(c.App.Writer)
+	}
+	rep.WriteTable(c.App.Writer)
+	return nil
 }
