@@ -21,8 +21,6 @@ import org.apache.hadoop.hive.metastore.api.FireEventRequestData;
 import org.apache.hadoop.hive.metastore.api.InsertEventRequestData;
 import org.apache.hadoop.hive.metastore.api.NotificationEvent;
 import org.apache.hadoop.hive.metastore.api.Partition;
-import org.apache.hadoop.hive.metastore.api.SerDeInfo;
-import org.apache.hadoop.hive.metastore.api.StorageDescriptor;
 import org.apache.hadoop.hive.metastore.api.Table;
 
 /**
@@ -46,10 +44,6 @@ import org.apache.hadoop.hive.metastore.api.Table;
  * reading the log back and counting its events by type and database (one line each).
  */
 public final class Backlog {
-  private static final List<FieldSchema> COLS = List.of(
-      new FieldSchema("id", "bigint", null), new FieldSchema("name", "string", null));
-  private static final List<FieldSchema> PART_KEYS = List.of(
-      new FieldSchema("dt", "string", null), new FieldSchema("region", "string", null));
   /** Partitions added one call each per cycle, then altered in one alter_partitions call. */
   private static final int ADDS_PER_CYCLE = 6;
   /** Of those, dropped one call each per cycle (the rest stay, so tables grow). */
@@ -102,7 +96,7 @@ public final class Backlog {
         int n = d == 0 ? small : (tables - small) / (databases - 1) + (d - 1 < (tables - small) % (databases - 1) ? 1 : 0);
         for (int t = 0; t < n; t++) {
           String tbl = "t" + t;
-          c.createTable(table(db, tbl, warehouse, PART_KEYS));
+          c.createTable(table(db, tbl, warehouse, Workload.PART_KEYS));
           all.add(new String[] {db, tbl});
         }
       }
@@ -206,14 +200,14 @@ public final class Backlog {
       List<List<String>> live) throws Exception {
     for (int i = 0; i < ADDS_PER_CYCLE; i++) {
       List<String> v = values(next[ti]++);
-      c.add_partition(partition(db, tbl, v));
+      c.add_partition(Workload.partition(db, tbl, v));
       calls.incrementAndGet();
       live.add(v);
     }
     // The partitions as the metastore holds them (locations, times), changed in one parameter.
     List<String> names = new ArrayList<>();
     for (List<String> v : live.subList(Math.max(0, live.size() - alterBatch), live.size())) {
-      names.add(Warehouse.makePartName(PART_KEYS, v));
+      names.add(Warehouse.makePartName(Workload.PART_KEYS, v));
     }
     List<Partition> ps = c.getPartitionsByNames(db, tbl, names);
     for (Partition p : ps) {
@@ -237,7 +231,7 @@ public final class Backlog {
       List<Partition> more = new ArrayList<>();
       for (int i = 0; i < 5; i++) {
         List<String> v = values(next[ti]++);
-        more.add(partition(db, tbl, v));
+        more.add(Workload.partition(db, tbl, v));
         live.add(v);
       }
       c.add_partitions(more);
@@ -279,31 +273,7 @@ public final class Backlog {
     t.setTableType("EXTERNAL_TABLE");
     t.setParameters(new HashMap<>(Map.of("EXTERNAL", "TRUE")));
     t.setPartitionKeys(new ArrayList<>(partKeys));
-    t.setSd(storage(warehouse + "/" + db + ".db/" + name.toLowerCase()));
+    t.setSd(Workload.storage(warehouse + "/" + db + ".db/" + name.toLowerCase()));
     return t;
-  }
-
-  private static Partition partition(String db, String tbl, List<String> values) {
-    Partition p = new Partition();
-    p.setDbName(db);
-    p.setTableName(tbl);
-    p.setValues(new ArrayList<>(values));
-    p.setParameters(new HashMap<>());
-    p.setSd(storage(null));
-    return p;
-  }
-
-  private static StorageDescriptor storage(String location) {
-    StorageDescriptor sd = new StorageDescriptor();
-    sd.setCols(new ArrayList<>(COLS));
-    sd.setLocation(location);
-    sd.setInputFormat("org.apache.hadoop.mapred.TextInputFormat");
-    sd.setOutputFormat("org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat");
-    SerDeInfo serde = new SerDeInfo();
-    serde.setSerializationLib("org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe");
-    serde.setParameters(new HashMap<>(Map.of("serialization.format", "1")));
-    sd.setSerdeInfo(serde);
-    sd.setParameters(new HashMap<>());
-    return sd;
   }
 }

@@ -43,7 +43,7 @@ public final class Workload {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final List<FieldSchema> COLS = List.of(
       new FieldSchema("id", "bigint", null), new FieldSchema("name", "string", null));
-  private static final List<FieldSchema> PART_KEYS = List.of(
+  static final List<FieldSchema> PART_KEYS = List.of(
       new FieldSchema("dt", "string", null), new FieldSchema("region", "string", null));
   private static final List<String> KEY_NAMES = List.of("dt", "region");
 
@@ -491,7 +491,8 @@ public final class Workload {
     return t;
   }
 
-  private Partition partition(String db, String tbl, List<String> values) throws Exception {
+  /** A partition of db.tbl with the given values (also Backlog's). */
+  static Partition partition(String db, String tbl, List<String> values) {
     Partition p = new Partition();
     p.setDbName(db);
     p.setTableName(tbl);
@@ -501,7 +502,8 @@ public final class Workload {
     return p;
   }
 
-  private static StorageDescriptor storage(String location) {
+  /** The storage of every table and partition these programs write (also Backlog's). */
+  static StorageDescriptor storage(String location) {
     StorageDescriptor sd = new StorageDescriptor();
     sd.setCols(new ArrayList<>(COLS));
     sd.setLocation(location);
