@@ -91,9 +91,7 @@ func (o Options) Check() error {
 // progress goes to progress as it happens.
 func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	start := time.Now()
-	say := func(format string, args ...any) {
-		fmt.Fprintf(progress, "bench %6.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-	}
+	say := progressLine(progress, "bench")
 	rep := &Report{
 		Machine: fmt.Sprintf("%d cores, %s", runtime.NumCPU(), machineDescription()), GoVersion: runtime.Version(),
 		LoadBefore: loadAverage(), Command: o.Command, Events: o.Events, Runs: o.Runs, BatchSize: o.BatchSize,
@@ -197,4 +195,13 @@ func rawFetchRate(ctx context.Context, tmpl *benchTemplate, batch int) (float64,
 		after = f.Events[len(f.Events)-1].ID
 	}
 	return perSecond(int64(n), time.Since(start)), nil
+}
+
+// progressLine returns a printer of progress lines to w, each led by prefix and
+// the seconds since the call.
+func progressLine(w io.Writer, prefix string) func(format string, args ...any) {
+	start := time.Now()
+	return func(format string, args ...any) {
+		fmt.Fprintf(w, "%s %6.1fs  %s\n", prefix, time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
 }

@@ -223,9 +223,7 @@ type drainSample struct {
 // dialect drain. Progress goes to progress.
 func RunMetastore(ctx context.Context, o MetastoreOptions, progress io.Writer) (*MetastoreReport, error) {
 	start := time.Now()
-	say := func(format string, args ...any) {
-		fmt.Fprintf(progress, "bench metastore %6.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-	}
+	say := progressLine(progress, "bench metastore")
 	rep := &MetastoreReport{
 		Machine: fmt.Sprintf("%d cores, %s", runtime.NumCPU(), machineDescription()), GoVersion: runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), LoadBefore: loadAverage(), Command: o.Command, HMS: o.HMS,
