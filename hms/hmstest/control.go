@@ -140,7 +140,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for _, e := range s.log.after(after, max, nil, "", "", nil) {
+	for _, e := range s.log.after(after, max, "", "") {
 		if err := enc.Encode(e); err != nil {
 			return
 		}

@@ -127,9 +127,11 @@ func (s *Server) SetFormat(f Format) {
 	s.log.format = f
 }
 
-// after returns up to max events with ids above id, leaving out the skipped types
-// and, when set, those of other catalogs, databases and tables (Hive 4 filters).
-func (l *eventLog) after(id int64, max int, skip []string, catalog, db string, tables []string) []hms.Event {
+// after returns up to max events with ids above id and, when set, of catalog
+// (events without one count as of every catalog) and database db: the events
+// get_notification_events_count counts and the control API lists.
+// get_next_notification filters as Hive does instead (served).
+func (l *eventLog) after(id int64, max int, catalog, db string) []hms.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].ID > id })
@@ -138,10 +140,7 @@ func (l *eventLog) after(id int64, max int, skip []string, catalog, db string, t
 		if max > 0 && len(out) == max {
 			break
 		}
-		if contains(skip, e.Type) ||
-			(catalog != "" && e.Catalog != "" && e.Catalog != catalog) ||
-			(db != "" && e.DB != db) ||
-			(len(tables) > 0 && !contains(tables, e.Table)) {
+		if (catalog != "" && e.Catalog != "" && e.Catalog != catalog) || (db != "" && e.DB != db) {
 			continue
 		}
 		out = append(out, e)

@@ -63,7 +63,7 @@ func (h handler) GetCurrentNotificationEventId(context.Context) (*hmsthrift.Curr
 }
 
 func (h handler) GetNotificationEventsCount(_ context.Context, r *hmsthrift.NotificationEventsCountRequest) (*hmsthrift.NotificationEventsCountResponse, error) {
-	evs := h.s.log.after(r.FromEventId, 0, nil, r.GetCatName(), r.DbName, nil)
+	evs := h.s.log.after(r.FromEventId, 0, r.GetCatName(), r.DbName)
 	n := int64(0)
 	for _, e := range evs {
 		if r.IsSetToEventId() && e.ID > r.GetToEventId() {
