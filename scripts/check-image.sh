@@ -44,9 +44,13 @@ inside=$root/usr/local/bin/hmssync
 a=$(sha256sum <"$inside" | cut -d' ' -f1)
 b=$(sha256sum <dist/hmssync | cut -d' ' -f1)
 [ "$a" = "$b" ] || fail "its binary (sha256 $a) is not dist/hmssync ($b)"
-go version -m "$inside" | grep -q 'CGO_ENABLED=0' || fail "its binary was built with cgo; want CGO_ENABLED=0 (a static binary)"
+# Output captured before grep: under pipefail, grep -q leaving early can kill the writer with
+# SIGPIPE and fail a check that matched.
+buildinfo=$(go version -m "$inside")
+grep -q 'CGO_ENABLED=0' <<<"$buildinfo" || fail "its binary was built with cgo; want CGO_ENABLED=0 (a static binary)"
 [ -r "$root/etc/ssl/certs/ca-certificates.crt" ] || fail "has no CA certificates at /etc/ssl/certs/ca-certificates.crt"
 [ ! -e "$root/bin/sh" ] || echo "check-image: note: $image has /bin/sh (from its base); hmssync does not need one"
 # The binary inside, run on this host (not in a container), reports the commit.
-"$inside" version | grep -qx "commit $want_commit" || fail "its binary does not report commit $want_commit"
+reported=$("$inside" version)
+grep -qx "commit $want_commit" <<<"$reported" || fail "its binary does not report commit $want_commit"
 echo "check-image: $image: user $user, entrypoint $entry, commit $want_commit, $size bytes, binary sha256 $a: ok"

@@ -124,7 +124,11 @@ RST_DELAY=2s
 # notification log and the decoding of its newest window.
 preflight_check() {
 	local L=$1
-	if ! "$HMSSYNC" check --help 2>/dev/null | grep -q -- "--config"; then
+	# Captured, not piped: under pipefail a grep -q that matches and exits early can kill
+	# hmssync with SIGPIPE, which read as "not built yet" (a CI failure under REALHMS_STRICT).
+	local help
+	help=$("$HMSSYNC" check --help 2>/dev/null || true)
+	if ! grep -q -- "--config" <<<"$help"; then
 		skip "$L check: hmssync check is not built yet"
 		return
 	fi
