@@ -124,11 +124,9 @@ RST_DELAY=2s
 # notification log and the decoding of its newest window.
 preflight_check() {
 	local L=$1
-	# Captured, not piped: under pipefail a grep -q that matches and exits early can kill
-	# hmssync with SIGPIPE, which read as "not built yet" (a CI failure under REALHMS_STRICT).
-	local help
-	help=$("$HMSSYNC" check --help 2>/dev/null || true)
-	if ! grep -q -- "--config" <<<"$help"; then
+	# has_command (run-e2e.sh) reads the help captured: piped into grep -q it could die of
+	# SIGPIPE under pipefail, which read as "not built yet".
+	if ! has_command check --config; then
 		skip "$L check: hmssync check is not built yet"
 		return
 	fi
