@@ -70,6 +70,11 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 	defer putDecodeBuffers(bufs)
 	bufs.fullReading = d.fullReading
 	bufs.tables = d.tables
+	bufs.name = tableName{e.DB, e.Table}
+	var known knownTable // the text the message's tableObjJson most likely holds
+	if d.tables != nil && !d.fullReading {
+		known = d.tables.knownText(bufs.name)
+	}
 	text, err := bufs.messageText(e)
 	if err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "undecodable message", Err: err}
@@ -77,7 +82,7 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 	m := &bufs.fields
 	budget := &bufs.budget
 	*budget = newNameBudget(len(text))
-	if err := m.scan(text, budget, e); err != nil {
+	if err := m.scan(text, budget, e, known); err != nil {
 		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "malformed message JSON", Err: err}
 	}
 	ed := eventDecoder{e: e, m: m, bufs: bufs, names: budget}
@@ -129,8 +134,9 @@ func (m *messageFields) reset() {
 // however short its text.
 const embeddedTextBytes = int(unsafe.Sizeof(embeddedText{}))
 
-// scan reads the members of the message text of e.
-func (m *messageFields) scan(text []byte, budget *nameBudget, e Event) error {
+// scan reads the members of the message text of e. known, when set, is the
+// text tableObjJson (or tableObjBeforeJson) most likely holds.
+func (m *messageFields) scan(text []byte, budget *nameBudget, e Event, known knownTable) error {
 	embedded := embeddedString
 	s := jsonScanner{b: text}
 	err := s.object(func(key []byte) error {
@@ -147,9 +153,15 @@ func (m *messageFields) scan(text []byte, budget *nameBudget, e Event) error {
 		case "dbObjAfterJson":
 			m.dbAfter, err = embedded(&s)
 		case "tableObjJson":
-			m.tableObj, err = embedded(&s)
+			var ok bool
+			if m.tableObj, ok = knownString(&s, known); !ok {
+				m.tableObj, err = embedded(&s)
+			}
 		case "tableObjBeforeJson":
-			m.tableBefore, err = embedded(&s)
+			var ok bool
+			if m.tableBefore, ok = knownString(&s, known); !ok {
+				m.tableBefore, err = embedded(&s)
+			}
 		case "tableObjAfterJson":
 			m.tableAfter, err = embedded(&s)
 		case "ptnObjJson":

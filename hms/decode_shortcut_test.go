@@ -9,10 +9,12 @@ import (
 	"github.com/hmssync/hmssync/change"
 )
 
-// The decoder takes two shortcuts: it unescapes only a prefix of a Partition or
-// Database object when what it reads lies inside it, and it keeps the tables it
-// read by their text. Each must give what reading the whole object would: these
-// tests decode every event both ways (Decoder.fullReading) and compare.
+// The decoder takes three shortcuts: it unescapes only a prefix of a Partition
+// or Database object when what it reads lies inside it, it keeps the tables it
+// read by their text, and it compares a message's table with the text last
+// read for the table its header names instead of scanning it. Each must give
+// what reading the whole object would: these tests decode every event both ways
+// (Decoder.fullReading) and compare.
 
 // sameDecode decodes ev with the shortcuts and without, and fails unless both
 // give the same descriptors or the same error.
@@ -67,11 +69,78 @@ func TestDecodeShortcutsMatchFullReadingOnTheCorpusAndCases(t *testing.T) {
 			Event{ID: int64(2000 + cut), Type: EventInsert, Format: FormatJSON, Message: body + quote(ptn[:cut]+`\x`+ptn[cut:]) + `}`},
 		)
 	}
+	// Every event again under a header naming sales.orders, whose known table
+	// text is then a candidate for every tableObjJson; and messages holding
+	// that text with more after it, cut right after it, or another table.
+	named := len(evs)
+	for _, ev := range evs[:named] {
+		ev.ID += 10000
+		ev.DB, ev.Table = "sales", "orders"
+		evs = append(evs, ev)
+	}
+	ordersText := tjsonTable("sales", "orders", false, "dt", "region")
+	body := `{"db":"sales","table":"orders","partitions":[{"dt":"1","region":"2"}],"tableObjJson":`
+	for i, table := range []string{
+		orders,                  // known from here on
+		quote(ordersText + `X`), // the known text and more
+		quote(ordersText + `\`)[:len(orders)+1] + `"`,     // an escaped quote after it
+		orders[:len(orders)-1],                            // cut after the text, no closing quote
+		quote(ordersText[:len(ordersText)-1]),             // a prefix of it
+		quote(tjsonTable("sales", "orders", false, "dt")), // another table
+		orders,
+	} {
+		evs = append(evs, Event{ID: int64(20000 + i), Type: EventAddPartition, Format: FormatJSON, DB: "sales", Table: "orders", Message: body + table + `}`})
+	}
 	d := NewDecoder("")
 	for range 2 { // the second time with the tables cached
 		for _, ev := range evs {
 			sameDecode(t, d, ev)
 		}
+	}
+	if k := d.tables.knownText(tableName{"sales", "orders"}); k.text == "" {
+		t.Error("no table text is known for sales.orders: the comparison was never tried")
+	}
+}
+
+// The decoder knows the table text last read for each header's table, and a
+// message holding it again is read by comparison, not by scanning it.
+func TestDecodeKnowsTheTableTextOfEachHeader(t *testing.T) {
+	d := NewDecoder("")
+	ordersText := quote(tjsonTable("sales", "orders", false, "dt"))
+	ev := func(id int64, spec, table string) Event {
+		return Event{ID: id, Type: EventAddPartition, Format: FormatJSON, DB: "sales", Table: "orders",
+			Message: `{"db":"sales","table":"orders","partitions":[` + spec + `],"tableObjJson":` + table + `}`}
+	}
+	if _, err := d.Decode(ev(1, `{"dt":"1"}`, ordersText)); err != nil {
+		t.Fatal(err)
+	}
+	k := d.tables.knownText(tableName{"sales", "orders"})
+	if want := ordersText[1 : len(ordersText)-1]; k.text != want || !k.escaped {
+		t.Fatalf("known text of sales.orders %q (escaped %v), want %q, escaped", k.text, k.escaped, want)
+	}
+	// Read by comparison: the scanner's cursor ends after the string and the
+	// contents are the message's own bytes.
+	msg := []byte(`{"tableObjJson":` + ordersText + `,"x":1}`)
+	s := jsonScanner{b: msg, i: len(`{"tableObjJson":`)}
+	got, ok := knownString(&s, k)
+	if !ok || string(got.raw) != k.text || !got.escaped || !got.set || s.i != len(msg)-len(`,"x":1}`) {
+		t.Fatalf("knownString gave %q, %v, cursor %d", got.raw, ok, s.i)
+	}
+	if &got.raw[0] != &msg[len(`{"tableObjJson":`)+1] {
+		t.Error("knownString's contents are not the message's bytes")
+	}
+	// Another table text under the same header is read as itself (its keys
+	// name the partition), and is known from then on.
+	other := quote(tjsonTable("sales", "orders", false, "dt", "region"))
+	descs, err := d.Decode(ev(2, `{"region":"eu","dt":"1"}`, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"dt=1/region=eu"}; len(descs) != 1 || !reflect.DeepEqual(descs[0].Partitions, want) {
+		t.Fatalf("decoded %+v, want the partitions %q", descs, want)
+	}
+	if k := d.tables.knownText(tableName{"sales", "orders"}); k.text != other[1:len(other)-1] {
+		t.Fatalf("after another table text the known one is %q", k.text)
 	}
 }
 
@@ -97,7 +166,7 @@ func TestDecodeUnescapesOnlyWhatItReads(t *testing.T) {
 		}
 		m := &bufs.fields
 		budget := newNameBudget(len(text))
-		if err := m.scan(text, &budget, ev); err != nil {
+		if err := m.scan(text, &budget, ev, knownTable{}); err != nil {
 			t.Fatal(err)
 		}
 		ed := eventDecoder{e: ev, m: m, bufs: bufs, names: &budget}
@@ -133,7 +202,7 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 * tableCacheEntries {
-		if _, ok := c.lookup(inUse, false); !ok {
+		if _, ok := c.lookup(inUse, false, tableName{"sales", "orders"}); !ok {
 			t.Fatalf("after %d other tables the table in use is no longer cached", i)
 		}
 		name := strings.Repeat("x", i%(2*tableCacheBytes/tableCacheEntries)) + strings.Repeat("t", 1+i)
@@ -141,8 +210,20 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 			name += strings.Repeat("y", tableCacheMaxText) // too long to keep
 		}
 		raw := []byte(tjsonTable("sales", name, false, "dt"))
+		bufs.name = tableName{"sales", name}
 		if _, err := bufs.tableFrom(c, embeddedText{raw: raw, set: true}, false); err != nil {
 			t.Fatal(err)
+		}
+		// The known texts are texts the cache holds: they add none.
+		if len(c.known) > tableCacheEntries {
+			t.Fatalf("after %d tables the cache knows the texts of %d names, bound %d", i+1, len(c.known), tableCacheEntries)
+		}
+		for n, k := range c.known {
+			_, recent := c.recent[k.text]
+			_, older := c.older[k.text]
+			if !recent && !older {
+				t.Fatalf("after %d tables the known text of %v is not in the cache", i+1, n)
+			}
 		}
 		texts, bytes := len(c.recent)+len(c.older), 0
 		for _, g := range []map[string]cachedTable{c.recent, c.older} {
@@ -162,7 +243,7 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 	if _, err := bufs.tableFrom(c, embeddedText{raw: bad, set: true}, false); err == nil {
 		t.Fatal("a list declaring 2 elements and holding none was read without error")
 	}
-	if _, ok := c.lookup(bad, false); ok {
+	if _, ok := c.lookup(bad, false, tableName{}); ok {
 		t.Fatal("a table that failed to read was cached")
 	}
 }
