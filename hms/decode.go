@@ -416,7 +416,7 @@ func (d *eventDecoder) partitionedTable() (db, table string, keys []string, err 
 // partitionPrefixBytes is how much of a Partition is unescaped at first: the
 // values, db and table it is read for come first, a few hundred bytes before
 // its storage descriptor and parameters, most of it.
-const partitionPrefixBytes = 512
+const partitionPrefixBytes = 256
 
 // partition reads a Partition; its values go to the scratch list slot (0 or 1)
 // of the decode buffers, and stay valid until that slot is used again.

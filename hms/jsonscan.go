@@ -2,8 +2,10 @@ package hms
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf16"
@@ -333,6 +335,20 @@ func isScalarByte(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' || c == '.' || c == 'E'
 }
 
+const (
+	lowBits  = 0x0101010101010101 // the lowest bit of each byte of a word
+	highBits = 0x8080808080808080 // the highest bit of each byte
+)
+
+// zeroBytes returns the high bit of each byte of x that is zero, and 0 in every
+// other bit. Exact, unlike the shorter (x-lowBits)&^x&highBits, which can also
+// mark a 0x01 byte above a zero one: no byte's sum carries into the next, as
+// (x&0x7f)+0x7f <= 0xfe.
+func zeroBytes(x uint64) uint64 {
+	const low7 = ^uint64(highBits)
+	return ^((x&low7 + low7) | x) & highBits
+}
+
 // simpleEscape maps the byte after a backslash to what it stands for; 0 for \u
 // and invalid escapes.
 var simpleEscape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
@@ -357,8 +373,21 @@ func unescapeUpTo(dst, raw []byte, want int) ([]byte, int, error) {
 	k, limit := start, start+want
 	i := 0
 	for i < len(raw) && k < limit {
-		c := raw[i]
-		if c != '\\' {
+		if i+8 <= len(raw) && k+8 <= len(dst) {
+			// Eight bytes at a time: copy them whole, then keep those
+			// before the first backslash among them. Runs of plain bytes
+			// between escapes are short, and a loop over bytes took a
+			// branch per byte.
+			w := binary.LittleEndian.Uint64(raw[i:])
+			binary.LittleEndian.PutUint64(dst[k:], w)
+			slashes := zeroBytes(w ^ (lowBits * '\\'))
+			if slashes == 0 {
+				i, k = i+8, k+8
+				continue
+			}
+			n := bits.TrailingZeros64(slashes) >> 3
+			i, k = i+n, k+n // raw[i] is a backslash
+		} else if c := raw[i]; c != '\\' {
 			dst[k] = c
 			k++
 			i++
@@ -394,7 +423,7 @@ func unescapeUpTo(dst, raw []byte, want int) ([]byte, int, error) {
 				r = utf8.RuneError
 			}
 		}
-		if len(dst)-k < utf8.UTFMax { // cannot happen (see above); never panic on input
+		if len(dst)-k < utf8.UTFMax { // only after a word copy that stopped late in the word
 			dst = slices.Grow(dst[:k], utf8.UTFMax)
 			dst = dst[:cap(dst)]
 		}
