@@ -1,6 +1,7 @@
 package hms
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -245,6 +246,33 @@ func TestDecodeTableCacheIsBounded(t *testing.T) {
 	}
 	if _, ok := c.lookup(bad, false, tableName{}); ok {
 		t.Fatal("a table that failed to read was cached")
+	}
+}
+
+// The known texts stay within their bound however many header names share a
+// table text, and a name too long for Hive is not kept.
+func TestDecodeKnownTextsAreBounded(t *testing.T) {
+	bufs, c := &decodeBuffers{}, &tableCache{}
+	raw := []byte(tjsonTable("sales", "orders", false, "dt"))
+	for i := range 10 * tableCacheEntries {
+		bufs.name = tableName{"sales", fmt.Sprint("orders", i)}
+		if _, err := bufs.tableFrom(c, embeddedText{raw: raw, set: true}, false); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.known) > tableCacheEntries {
+			t.Fatalf("after %d names the cache knows %d, bound %d", i+1, len(c.known), tableCacheEntries)
+		}
+	}
+	long := tableName{"sales", strings.Repeat("t", maxKnownName)}
+	bufs.name = long
+	if _, err := bufs.tableFrom(c, embeddedText{raw: raw, set: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	if k := c.knownText(long); k.text != "" {
+		t.Fatalf("a %d-byte name was kept", len(long.db)+len(long.table))
+	}
+	if k := c.knownText(tableName{"sales", fmt.Sprint("orders", 10*tableCacheEntries-1)}); k.text != string(raw) {
+		t.Fatal("the last name read is not known")
 	}
 }
 
