@@ -309,10 +309,12 @@ func TestNextEventsOfDatabasesLogReplacedBetweenCurrentIDAndStreams(t *testing.T
 	}
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 	var replaced atomic.Bool
+	newLog := make(chan struct{}) // closed once the new log is written
 	s.AfterFetch(func(f hmstest.ServedFetch) {
 		if f.DB == "a" && replaced.CompareAndSwap(false, true) {
 			s.Reset(1)
 			s.Append(ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x")) // 1..3
+			close(newLog)
 		}
 	})
 	f, err := c.NextEventsOfDatabases(ctxT(t), 5, 10, nil, []string{"a"})
@@ -322,7 +324,10 @@ func TestNextEventsOfDatabasesLogReplacedBetweenCurrentIDAndStreams(t *testing.T
 	if err == nil && f.Continuity != hms.Reset {
 		t.Errorf("log replaced (now at 3) after the current id 10 was read: %v, last %d, events %v; want a reset or an error", f.Continuity, f.Last, ids(f.Events))
 	}
-	// Read again, the reset shows.
+	// Read again, the reset shows. Reset drops the server's connections, as a
+	// restart does, so the first read may have returned (with its "connection
+	// replaced" error) before the hook wrote the new log: wait until it has.
+	<-newLog
 	if f, err = c.NextEventsOfDatabases(ctxT(t), 5, 10, nil, []string{"a"}); err != nil || f.Continuity != hms.Reset || f.Current != 3 {
 		t.Errorf("read again: %v current %d, %v; want a reset, current 3", f.Continuity, f.Current, err)
 	}
