@@ -138,6 +138,10 @@ func TestPushdownMasterOnly(t *testing.T) {
 		h.start(0, memberOpts{})
 		h.start(1, memberOpts{})
 		m := h.master(5 * time.Second)
+		// The initial full refresh first: one that came after the tables
+		// below would bring them with no fetch at all.
+		h.awaitApplied(0)
+		h.awaitApplied(1)
 		for i := range 10 {
 			h.mustHMS(h.hms.CreateTable(hmstest.Table{DB: "x", Name: fmt.Sprintf("x%d", i)}))
 			h.mustHMS(h.hms.CreateTable(hmstest.Table{DB: "a", Name: fmt.Sprintf("a%d", i)}))
