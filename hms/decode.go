@@ -414,8 +414,9 @@ func (d *eventDecoder) partitionedTable() (db, table string, keys []string, err 
 }
 
 // partitionPrefixBytes is how much of a Partition is unescaped at first: the
-// values, db and table it is read for come first, a few hundred bytes before
-// its storage descriptor and parameters, most of it.
+// values, db and table it is read for come first, before its storage
+// descriptor and parameters, most of it. They end 110-140 bytes into the
+// Partitions of the real corpus (Hive 3 and 4); longer values are read in full.
 const partitionPrefixBytes = 256
 
 // partition reads a Partition; its values go to the scratch list slot (0 or 1)

@@ -367,7 +367,9 @@ func unescape(dst, raw []byte) ([]byte, error) {
 func unescapeUpTo(dst, raw []byte, want int) ([]byte, int, error) {
 	start := len(dst)
 	// An escape never unescapes to more bytes than it takes, and one escape
-	// adds at most utf8.UTFMax bytes past want.
+	// adds at most utf8.UTFMax bytes past want. A word copy can go up to seven
+	// bytes past it too: it runs only where dst has room for all eight, and
+	// the escape after it grows dst if it must.
 	dst = slices.Grow(dst, min(len(raw), want+utf8.UTFMax))
 	dst = dst[:cap(dst)]
 	k, limit := start, start+want
