@@ -176,37 +176,60 @@ func (l *catalogLoop) masterCheckLog(ctx context.Context, term election.Term, cu
 func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term election.Term, f hms.Fetch, pre *readAhead, cur int64, uuid string) (outcome, error) {
 	var err error
 	last := f.Last
-	// Draining a backlog with a cluster-scope dialect (Doris), read on before
-	// applying, so that one batch covers up to drainBatchEvents events: the
-	// FE then gets one REFRESH per table for all of them rather than one per
-	// fetch (with a 1000-event fetch over 50 busy tables, the statements were
-	// four fifths of the drain's time), and etcd one commit. Followers of
-	// such a dialect do not read the events, so nothing waits on the commits
-	// in between. With a local-scope dialect each commit releases the
-	// followers' own work, and applying costs one request per batch, so the
-	// master commits every fetch. Only the changes are kept between fetches,
-	// not the messages, so memory stays that of two fetches: the one being
-	// decoded, and the next one, already in flight (a read-ahead that only
-	// fetches). Anything unusual in a further fetch (an error, a gap, nothing
-	// new) ends the batch; the next cycle deals with it.
-	n := len(f.Events)
-	gathering := func() bool { return l.a.scope == applier.ScopeCluster && last < cur && n < drainBatchEvents }
+	// Draining a backlog, read on before applying, so that one batch covers
+	// several fetches. With a cluster-scope dialect (Doris) a batch covers up
+	// to drainBatchEvents events: the FE then gets one REFRESH per table for
+	// all of them rather than one per fetch (with a 1000-event fetch over 50
+	// busy tables, the statements were four fifths of the drain's time), and
+	// etcd one commit. Followers of such a dialect do not read the events, so
+	// nothing waits on the commits in between. With a local-scope dialect
+	// each commit releases the followers' own work, so a batch covers only
+	// localDrainFetches fetches: enough to spread what each batch costs
+	// besides its events (reading the committed cursor, the pause key, the
+	// metastore's current id and the FE's applied id, one FE request, the
+	// fenced commit and the member's cursor) over several fetches, while
+	// the followers still start on the backlog after a few fetches. Only the
+	// changes are kept between fetches, not the messages, so memory stays
+	// that of two fetches: the one being decoded, and the next one, already
+	// in flight (a read-ahead that only fetches). Anything unusual in a
+	// further fetch (an error, a gap, nothing new) ends the batch; the next
+	// cycle deals with it.
+	n, fetches := len(f.Events)+f.Skipped, 1
+	cluster := l.a.scope == applier.ScopeCluster
+	gathering := func() bool {
+		switch {
+		case last >= cur:
+			return false
+		case cluster:
+			return n < drainBatchEvents
+		default:
+			return fetches < localDrainFetches
+		}
+	}
+	nextMax := func() int {
+		if cluster {
+			return min(l.cat.BatchSize, drainBatchEvents-n)
+		}
+		return l.cat.BatchSize
+	}
+	// readOn keeps the next fetch in flight while a fetch is decoded: while
+	// the batch gathers, its next fetch (only fetched); once it is full and
+	// more follows, the first fetch of the next batch (decoded too), read
+	// while this one is decoded, applied and committed. Against a real
+	// metastore the fetch is most of the step's time, and starting it only
+	// after the decode leaves the metastore waiting.
+	nextStarted := false
 	readOn := func() {
-		if gathering() {
-			l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, min(l.cat.BatchSize, drainBatchEvents-n), true, noBound, false)
+		switch {
+		case gathering():
+			l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, nextMax(), true, noBound, false)
+		case last < cur && !nextStarted:
+			l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound, true)
+			nextStarted = true
 		}
 	}
 	var d decoded
 	readOn()
-	// More is known to follow and this batch is not gathered: read the next
-	// one now, while this one is decoded, applied and committed, so that the
-	// metastore is not left waiting for the decode (against a real metastore
-	// the fetch is most of the step's time).
-	nextStarted := false
-	if !gathering() && last < cur {
-		l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound, true)
-		nextStarted = true
-	}
 	took, err := pre.takeDecoded(l, &d)
 	if !took && err == nil {
 		err = l.decode(f.Events, &d)
@@ -215,7 +238,7 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 		return 0, err
 	}
 	for gathering() {
-		max := min(l.cat.BatchSize, drainBatchEvents-n)
+		max := nextMax()
 		var more hms.Fetch
 		if ra := l.takeReadAhead(ctx, true, term.Token, l.lastSeen.Epoch, last, max, true, noBound); ra != nil {
 			more, err = ra.f, ra.fetchErr
@@ -227,6 +250,7 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 			break
 		}
 		n += len(more.Events) + more.Skipped
+		fetches++
 		last = more.Last
 		readOn()
 		if err := l.decode(more.Events, &d); err != nil {
@@ -234,8 +258,9 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 		}
 	}
 	if last < cur && !nextStarted {
-		// More is known to follow: read it while this batch is applied
-		// and committed.
+		// The batch ended early (an error, a gap or nothing new in a
+		// further fetch) and more is known to follow: read it while this
+		// batch is applied and committed.
 		l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound, true)
 	}
 	if err := l.applyDecoded(ctx, &d, last, true); err != nil {
@@ -256,6 +281,12 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 // gathers into one batch while draining a backlog, in fetches of at most the
 // batch size.
 const drainBatchEvents = 10000
+
+// localDrainFetches is how many fetches the master of a local-scope dialect
+// gathers into one batch while draining a backlog. Against a real Hive 4.0.1
+// metastore four fetches per batch drained about a quarter faster than one
+// (BENCHMARKS.md); each further fetch delays the followers' start by one more.
+const localDrainFetches = 4
 
 // syncLastSeen makes sure the compare-and-set base is current: the committed
 // cursor is read from etcd at the top of every cycle, so that an operator's set

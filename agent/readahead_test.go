@@ -55,6 +55,10 @@ func fetchesAfter(log *memLog, after int64, serverSkip bool) int {
 	return n
 }
 
+// gathered is how many events a local-scope master applies and commits as one
+// batch while it drains a backlog in fetches of 10 (localDrainFetches fetches).
+const gathered = localDrainFetches * 10
+
 // awaitFetchDuringApply makes the FE hold each batch ending below cur until the
 // metastore has answered the fetch after it: the proof that the next batch is
 // read while this one is applied. It fails the test if that fetch does not
@@ -89,21 +93,21 @@ func awaitFetchDuringApply(t *testing.T, log *memLog, fe *memFE, cur int64) {
 
 func TestMasterReadsTheNextBatchWhileApplyingAndCommitsInOrder(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
 	store.commitAs(0, 0)
 	seedMember(store, "m0", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10})
-	awaitFetchDuringApply(t, log, r.fe, 30)
+	awaitFetchDuringApply(t, log, r.fe, 3*gathered)
 	r.becomeMaster()
 	r.run(10)
-	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+	if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
 	}
-	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+	if want := []int64{gathered, 2 * gathered, 3 * gathered}; !slices.Equal(store.committed, want) {
 		t.Fatalf("commits %v; want %v", store.committed, want)
 	}
-	for _, after := range []int64{0, 10, 20} {
+	for after := int64(0); after < 3*gathered; after += 10 {
 		if n := fetchesAfter(log, after, false); n != 1 {
 			t.Errorf("%d fetches after %d; want 1 (each read-ahead taken, nothing read twice)", n, after)
 		}
@@ -135,7 +139,7 @@ func TestFollowerReadsTheNextBatchWhileApplying(t *testing.T) {
 // the step had read it itself; it is counted once.
 func TestReadAheadPoisonIsMetInOrder(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 10)
+	log.add("ALTER_TABLE", gathered)
 	log.add("POISON", 1)
 	log.add("ALTER_TABLE", 9)
 	store := newMemStore()
@@ -153,11 +157,11 @@ func TestReadAheadPoisonIsMetInOrder(t *testing.T) {
 	r.showCommitted()
 	_, err := r.step()
 	var p *poisonError
-	if !errors.As(err, &p) || p.eventID != 11 {
-		t.Fatalf("second step: %v; want the poison event 11", err)
+	if !errors.As(err, &p) || p.eventID != gathered+1 {
+		t.Fatalf("second step: %v; want the poison event %d", err, gathered+1)
 	}
-	if got := changeBatches(r.fe); !slices.Equal(got, [][2]int64{{0, 10}}) || store.cursor != 10 {
-		t.Fatalf("FE batches %v, committed %d; want (0, 10] applied and committed before the poison event was met", got, store.cursor)
+	if got := changeBatches(r.fe); !slices.Equal(got, [][2]int64{{0, gathered}}) || store.cursor != gathered {
+		t.Fatalf("FE batches %v, committed %d; want (0, %d] applied and committed before the poison event was met", got, store.cursor, gathered)
 	}
 	var failedCount dto.Metric
 	if err := r.a.m.eventsFailed.WithLabelValues("hive", eventTypeLabel("POISON")).Write(&failedCount); err != nil {
@@ -172,14 +176,14 @@ func TestReadAheadPoisonIsMetInOrder(t *testing.T) {
 // discarded and nothing after it is applied or committed first.
 func TestReadAheadDiscardedWhenTheApplyFails(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
 	store.commitAs(0, 0)
 	seedMember(store, "m0", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10})
 	failed := false
 	r.fe.beforeApply = func(b change.Batch) error {
-		if b.To == 20 && !failed {
+		if b.To == 2*gathered && !failed {
 			failed = true
 			return errors.New("FE answered 503")
 		}
@@ -201,10 +205,10 @@ func TestReadAheadDiscardedWhenTheApplyFails(t *testing.T) {
 	}
 	got := changeBatches(r.fe)
 	checkInOrder(t, got)
-	if want := [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+	if want := [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
 	}
-	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+	if want := []int64{gathered, 2 * gathered, 3 * gathered}; !slices.Equal(store.committed, want) {
 		t.Fatalf("commits %v; want %v", store.committed, want)
 	}
 }
@@ -214,7 +218,7 @@ func TestReadAheadDiscardedWhenTheApplyFails(t *testing.T) {
 // cursor).
 func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
 	store.commitAs(0, 0)
 	seedMember(store, "m0", 0, 0)
@@ -229,18 +233,18 @@ func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
 		t.Fatal("no master read-ahead after a batch with more events behind it")
 	}
 	r.el.StepDown("test")
-	r.run(5) // the follower waits: the master cursor is its own, 10
+	r.run(5) // the follower waits: the master cursor is its own, gathered
 	if r.l.ahead != nil {
 		t.Fatal("the master's read-ahead is still held by the follower")
 	}
-	store.commitAs(25, 0) // another master moved on
+	store.commitAs(gathered+15, 0) // another master moved on
 	r.run(10)
-	if n := fetchesAfter(log, 10, false); n != 1 {
-		t.Fatalf("%d follower fetches after 10 without the skip list; want 1 (its own read)", n)
+	if n := fetchesAfter(log, gathered, false); n != 1 {
+		t.Fatalf("%d follower fetches after %d without the skip list; want 1 (its own read)", n, gathered)
 	}
 	got := changeBatches(r.fe)
 	checkInOrder(t, got)
-	if want := [][2]int64{{0, 10}, {10, 20}, {20, 25}}; !slices.Equal(got, want) {
+	if want := [][2]int64{{0, gathered}, {gathered, gathered + 10}, {gathered + 10, gathered + 15}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
 	}
 }
@@ -248,7 +252,7 @@ func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
 // A new term does not take the read-ahead of the term before it.
 func TestReadAheadDiscardedOnNewTerm(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
 	store.commitAs(0, 0)
 	seedMember(store, "m0", 0, 0)
@@ -260,11 +264,11 @@ func TestReadAheadDiscardedOnNewTerm(t *testing.T) {
 	}
 	r.becomeMaster() // lost and won again: a new token
 	r.run(10)
-	if n := fetchesAfter(log, 10, false); n != 2 {
-		t.Fatalf("%d fetches after 10; want 2 (the old term's read-ahead, then the new term's own read)", n)
+	if n := fetchesAfter(log, gathered, false); n != 2 {
+		t.Fatalf("%d fetches after %d; want 2 (the old term's read-ahead, then the new term's own read)", n, gathered)
 	}
 	checkInOrder(t, changeBatches(r.fe))
-	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+	if want := []int64{gathered, 2 * gathered, 3 * gathered}; !slices.Equal(store.committed, want) {
 		t.Fatalf("commits %v; want %v", store.committed, want)
 	}
 	r.checkFEHoldsLog(0, nil)
@@ -274,7 +278,7 @@ func TestReadAheadDiscardedOnNewTerm(t *testing.T) {
 // after the operator's value, not from its read-ahead of the old lineage.
 func TestMasterReadAheadDiscardedOnEpochChange(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
 	store.commitAs(0, 0)
 	seedMember(store, "m0", 0, 0)
@@ -287,11 +291,11 @@ func TestMasterReadAheadDiscardedOnEpochChange(t *testing.T) {
 	store.operatorSet(5)
 	r.run(10)
 	got := changeBatches(r.fe)
-	if want := [][2]int64{{0, 10}, {5, 15}, {15, 25}, {25, 30}}; !slices.Equal(got, want) {
-		t.Fatalf("FE batches %v; want %v (after the operator's 5, not from the read-ahead after 10)", got, want)
+	if want := [][2]int64{{0, gathered}, {5, gathered + 5}, {gathered + 5, 2*gathered + 5}, {2*gathered + 5, 3 * gathered}}; !slices.Equal(got, want) {
+		t.Fatalf("FE batches %v; want %v (after the operator's 5, not from the read-ahead after the first batch)", got, want)
 	}
-	if store.epoch != 1 || store.cursor != 30 {
-		t.Fatalf("committed %d@%d; want 30 at epoch 1", store.cursor, store.epoch)
+	if store.epoch != 1 || store.cursor != 3*gathered {
+		t.Fatalf("committed %d@%d; want %d at epoch 1", store.cursor, store.epoch, 3*gathered)
 	}
 }
 
@@ -406,13 +410,19 @@ func TestClusterMasterDecodesAFetchWhileTheNextIsRead(t *testing.T) {
 	r.checkFEHoldsLog(0, nil)
 }
 
-// nextFetchDuringDecode returns a decoder that holds the first event of each of
-// the fetches after 0 and after 10 until the fetch after the one it belongs to
-// has been answered: the proof that the next fetch is in flight while a fetch
-// is decoded (against a real metastore the fetch is most of a step, and
-// starting the next one only after the decode leaves the metastore waiting).
-func nextFetchDuringDecode(t *testing.T, log *memLog) hookDecoder {
-	answered := map[int64]chan struct{}{10: make(chan struct{}), 20: make(chan struct{})}
+// nextFetchDuringDecode returns a decoder, for a log of cur events read in
+// fetches of 10, that holds the first event of each fetch but the last until
+// the fetch after the one it belongs to has been answered: the proof that the
+// next fetch is in flight while a fetch is decoded (against a real metastore
+// the fetch is most of a step, and starting the next one only after the decode
+// leaves the metastore waiting), within a batch and from one batch to the next.
+func nextFetchDuringDecode(t *testing.T, log *memLog, cur int64) hookDecoder {
+	answered := map[int64]chan struct{}{}
+	next := map[int64]int64{} // the first event of a fetch -> the end of that fetch
+	for end := int64(10); end < cur; end += 10 {
+		answered[end] = make(chan struct{})
+		next[end-9] = end
+	}
 	log.onFetch = func(c fetchCall) {
 		if ch, ok := answered[c.after]; ok {
 			select {
@@ -423,34 +433,34 @@ func nextFetchDuringDecode(t *testing.T, log *memLog) hookDecoder {
 		}
 	}
 	return hookDecoder{before: func(ev hms.Event) {
-		next := map[int64]int64{1: 10, 11: 20}[ev.ID]
-		if next == 0 {
+		end, ok := next[ev.ID]
+		if !ok {
 			return
 		}
 		select {
-		case <-answered[next]:
+		case <-answered[end]:
 		case <-time.After(10 * time.Second):
-			t.Errorf("event %d was decoded and the fetch after %d was never read meanwhile", ev.ID, next)
+			t.Errorf("event %d was decoded and the fetch after %d was never read meanwhile", ev.ID, end)
 		}
 	}}
 }
 
 func TestMasterFetchesTheNextBatchWhileDecoding(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
 	store.commitAs(0, 0)
 	seedMember(store, "m0", 0, 0)
-	r := newRig(t, log, store, rigOpts{batch: 10, decoder: nextFetchDuringDecode(t, log)})
+	r := newRig(t, log, store, rigOpts{batch: 10, decoder: nextFetchDuringDecode(t, log, 3*gathered)})
 	r.becomeMaster()
 	r.run(10)
-	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+	if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
 	}
-	if want := []int64{10, 20, 30}; !slices.Equal(store.committed, want) {
+	if want := []int64{gathered, 2 * gathered, 3 * gathered}; !slices.Equal(store.committed, want) {
 		t.Fatalf("commits %v; want %v", store.committed, want)
 	}
-	for _, after := range []int64{0, 10, 20} {
+	for after := int64(0); after < 3*gathered; after += 10 {
 		if n := fetchesAfter(log, after, false); n != 1 {
 			t.Errorf("%d fetches after %d; want 1 (each read-ahead taken, nothing read twice)", n, after)
 		}
@@ -464,7 +474,7 @@ func TestFollowerFetchesTheNextBatchWhileDecoding(t *testing.T) {
 	store := newMemStore()
 	store.commitAs(30, 0)
 	seedMember(store, "f", 0, 0)
-	r := newRig(t, log, store, rigOpts{batch: 10, member: "f", decoder: nextFetchDuringDecode(t, log)})
+	r := newRig(t, log, store, rigOpts{batch: 10, member: "f", decoder: nextFetchDuringDecode(t, log, 30)})
 	r.run(10)
 	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)

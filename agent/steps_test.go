@@ -424,26 +424,30 @@ func TestFailureClassesOfAnApply(t *testing.T) {
 // over it.
 func TestMasterAdoptsOperatorRaise(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 60)
 	store := newMemStore()
 	store.commitAs(10, 0)
 	seedMember(store, "m0", 10, 0)
 	r := newRig(t, log, store, rigOpts{batch: 5, scope: applier.ScopeLocal})
 	r.becomeMaster()
 	r.showCommitted()
-	if _, err := r.step(); err != nil { // applies 11-15, commits 15
+	first := int64(10 + 5*localDrainFetches)
+	if _, err := r.step(); err != nil { // applies 11 to first, commits first
 		t.Fatal(err)
 	}
-	store.operatorSet(25)
+	if store.cursor != first {
+		t.Fatalf("committed %d after the first step; want %d", store.cursor, first)
+	}
+	store.operatorSet(first + 15)
 	r.run(10)
 	got, _ := r.fe.eventsSinceRefresh()
 	for _, id := range got {
-		if id > 15 && id <= 25 {
-			t.Fatalf("the master applied event %d, which the operator's raise to 25 skips (applied %v)", id, got)
+		if id > first && id <= first+15 {
+			t.Fatalf("the master applied event %d, which the operator's raise to %d skips (applied %v)", id, first+15, got)
 		}
 	}
-	if store.cursor != 30 || store.epoch != 0 || r.fe.refreshes() != 0 {
-		t.Fatalf("committed %d@%d with %d refreshes; want 30 at epoch 0 and no refresh", store.cursor, store.epoch, r.fe.refreshes())
+	if store.cursor != 60 || store.epoch != 0 || r.fe.refreshes() != 0 {
+		t.Fatalf("committed %d@%d with %d refreshes; want 60 at epoch 0 and no refresh", store.cursor, store.epoch, r.fe.refreshes())
 	}
 }
 
