@@ -20,11 +20,13 @@ import (
 // behaviour, not speed.
 func TestBenchTinyRun(t *testing.T) {
 	defer goleak.VerifyNone(t, leakIgnores...)
-	const events, batch = 300, 100
+	// 300 events in fetches of 50: six fetches, so that a native master's
+	// batches of four fetches show (two batches, not one, not six).
+	const events, batch = 300, 50
 	var out, progress bytes.Buffer
 	app := newApp()
 	app.Writer, app.ErrWriter = &out, &progress
-	err := app.Run([]string{"hmssync", "bench", "--events", "300", "--batch-size", "100", "--runs", "1",
+	err := app.Run([]string{"hmssync", "bench", "--events", "300", "--batch-size", "50", "--runs", "1",
 		"--duration", "1s", "--rate", "200", "--poll-interval", "100ms", "--fe-latency", "1ms", "--idle", "500ms", "--json"})
 	if err != nil {
 		t.Fatalf("bench: %v\nprogress:\n%s", err, progress.String())
@@ -68,14 +70,16 @@ func TestBenchTinyRun(t *testing.T) {
 			t.Errorf("%s: %v metastore calls per idle minute at poll interval 100ms; want at most 720", d, v)
 		}
 		// The 300 events of the drain are in the log at once: the master
-		// reads them in three fetches of 100; a doris master applies and
+		// reads them in six fetches of 50; a doris master applies and
 		// commits them as one batch (it gathers up to 10,000 events), a
-		// native one commits each fetch. Each member writes its own cursor
-		// at least once per batch; a native follower applies at most a
-		// batch size per step.
+		// native one gathers four fetches per batch (agent's
+		// localDrainFetches), so two batches. Each member writes
+		// its own cursor at least once per batch; a native follower applies
+		// at most four fetches per step.
 		wantBatches := 1000.0 / events
 		if d == "native" {
-			wantBatches = 1000.0 / batch
+			const perBatch = 4 * batch
+			wantBatches = 1000.0 * float64((events+perBatch-1)/perBatch) / events
 		}
 		if v := num(f, "batches_per_1k_events"); math.Abs(v-wantBatches) > 1e-9 {
 			t.Errorf("%s: %v batches per 1,000 events, want %v", d, v, wantBatches)
