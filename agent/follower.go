@@ -114,10 +114,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		return again, nil
 	}
 	// Never past the master: events it has not committed are not ours yet.
-	evs := f.Events
-	for len(evs) > 0 && evs[len(evs)-1].ID > target {
-		evs = evs[:len(evs)-1]
-	}
+	evs := belowBound(f.Events, target)
 	// Move past what was read, skipped events included, and no further:
 	// events that were not read may still be kept ones. Only a read that
 	// returned nothing at all (no event between this cursor and the master's
@@ -126,27 +123,74 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	if f.Last <= l.own {
 		to = target
 	}
-	if to < target {
-		// More is committed: read it while this batch is applied.
-		next := l.cat.BatchSize
-		if d := target - to; d < int64(next) {
-			next = int(d)
+	// More committed than one fetch: gather up to localDrainFetches fetches
+	// into one batch, as the master does, so that what a step costs besides
+	// its events (reading the master cursor and the FE's applied id, one FE
+	// request, the member's cursor) is paid once for all of them; the next
+	// fetch is in flight while one is decoded (a read-ahead that only
+	// fetches), and once the batch is full the next batch's first fetch is
+	// read while this one is decoded and applied. Each fetch asks for no
+	// more than min(batch_size, master − cursor), so nothing past the master
+	// cursor is read. Anything unusual in a further fetch (an error, a gap,
+	// nothing new) ends the batch; the next step deals with it.
+	fetches := 1
+	gathering := func() bool { return to < target && fetches < localDrainFetches }
+	nextMax := func() int { return int(min(int64(l.cat.BatchSize), target-to)) }
+	nextStarted := false
+	readOn := func() {
+		switch {
+		case gathering():
+			l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, nextMax(), false, target, false)
+		case to < target && !nextStarted:
+			l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, nextMax(), false, target, true)
+			nextStarted = true
 		}
-		l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, next, false, target, true)
 	}
+	readOn()
 	var d decoded
 	took, err := pre.takeDecoded(l, &d)
-	switch {
-	case err != nil:
-		return 0, err
-	case took:
-		err = l.applyDecoded(ctx, &d, to, true)
-	default:
-		err = l.applyEvents(ctx, evs, to, true)
+	if !took && err == nil {
+		err = l.decode(evs, &d)
 	}
 	if err != nil {
 		return 0, err
 	}
+	for gathering() {
+		max := nextMax()
+		var more hms.Fetch
+		if ra := l.takeReadAhead(ctx, false, election.Token{}, m.Epoch, to, max, false, target); ra != nil {
+			more, err = ra.f, ra.fetchErr
+			ra.settle() // it only fetched
+		} else {
+			more, err = l.fetch(ctx, to, max, false)
+		}
+		if err != nil || more.Continuity != hms.Contiguous || more.Last <= to {
+			break
+		}
+		fetches++
+		to = min(more.Last, target)
+		readOn()
+		if err := l.decode(belowBound(more.Events, target), &d); err != nil {
+			return 0, err
+		}
+	}
+	if to < target && !nextStarted {
+		// The batch ended early and more is committed: read it while this
+		// batch is applied.
+		l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, nextMax(), false, target, true)
+	}
+	if err := l.applyDecoded(ctx, &d, to, true); err != nil {
+		return 0, err
+	}
 	l.setOwn(to)
 	return again, nil
+}
+
+// belowBound returns the leading events of evs (ascending) with ids at or below
+// bound.
+func belowBound(evs []hms.Event, bound int64) []hms.Event {
+	for len(evs) > 0 && evs[len(evs)-1].ID > bound {
+		evs = evs[:len(evs)-1]
+	}
+	return evs
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,20 +118,20 @@ func TestMasterReadsTheNextBatchWhileApplyingAndCommitsInOrder(t *testing.T) {
 
 func TestFollowerReadsTheNextBatchWhileApplying(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
-	store.commitAs(30, 0)
+	store.commitAs(3*gathered, 0)
 	seedMember(store, "f", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
-	awaitFetchDuringApply(t, log, r.fe, 30)
+	awaitFetchDuringApply(t, log, r.fe, 3*gathered)
 	r.run(10)
-	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+	if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	if len(log.fetches) != 3 {
-		t.Fatalf("fetches %v; want three, one per batch", log.fetches)
+	if len(log.fetches) != 3*gathered/10 {
+		t.Fatalf("fetches %v; want %d, one per 10 events", log.fetches, 3*gathered/10)
 	}
 }
 
@@ -244,7 +245,7 @@ func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
 	}
 	got := changeBatches(r.fe)
 	checkInOrder(t, got)
-	if want := [][2]int64{{0, gathered}, {gathered, gathered + 10}, {gathered + 10, gathered + 15}}; !slices.Equal(got, want) {
+	if want := [][2]int64{{0, gathered}, {gathered, gathered + 15}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
 	}
 }
@@ -304,9 +305,9 @@ func TestMasterReadAheadDiscardedOnEpochChange(t *testing.T) {
 // nothing it read ahead.
 func TestFollowerReadAheadDiscardedOnEpochChange(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
-	store.commitAs(30, 0)
+	store.commitAs(3*gathered, 0)
 	seedMember(store, "f", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
 	r.showCommitted()
@@ -333,24 +334,25 @@ func TestFollowerReadAheadDiscardedOnEpochChange(t *testing.T) {
 // are still applied.
 func TestFollowerReadAheadNeverMovesPastWhatItKept(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 12)
-	for id := int64(17); id <= 40; id++ { // ids 13-16 never existed
+	log.add("ALTER_TABLE", gathered+2)
+	for id := int64(gathered + 7); id <= gathered+30; id++ { // the next four ids never existed
 		log.events = append(log.events, hms.Event{ID: id, Type: "ALTER_TABLE", DB: "db", Table: fmt.Sprintf("t%d", id)})
 	}
 	store := newMemStore()
-	store.commitAs(19, 0)
+	store.commitAs(gathered+9, 0)
 	seedMember(store, "f", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
 	r.showCommitted()
-	// Reads 1-10, and ahead 9 events after 10: 11, 12, 17-23, of which
-	// 20-23 are above the master cursor 19.
+	// Reads 1 to gathered in four fetches, and ahead 9 events after them:
+	// the two before the hole and 7 after it, of which the last 4 are above
+	// the master cursor.
 	if _, err := r.step(); err != nil || r.l.ahead == nil {
 		t.Fatalf("follower step: %v, read-ahead %v; want one started", err, r.l.ahead)
 	}
-	store.commitAs(40, 0) // the master moves on before the next step
+	store.commitAs(gathered+30, 0) // the master moves on before the next step
 	r.run(10)
-	if r.l.own != 40 || r.fe.refreshes() != 0 {
-		t.Fatalf("follower at %d after %d full refreshes; want 40 without one", r.l.own, r.fe.refreshes())
+	if r.l.own != gathered+30 || r.fe.refreshes() != 0 {
+		t.Fatalf("follower at %d after %d full refreshes; want %d without one", r.l.own, r.fe.refreshes(), gathered+30)
 	}
 	checkInOrder(t, changeBatches(r.fe))
 	r.checkFEHoldsLog(0, nil)
@@ -470,18 +472,58 @@ func TestMasterFetchesTheNextBatchWhileDecoding(t *testing.T) {
 
 func TestFollowerFetchesTheNextBatchWhileDecoding(t *testing.T) {
 	log := &memLog{}
-	log.add("ALTER_TABLE", 30)
+	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
-	store.commitAs(30, 0)
+	store.commitAs(3*gathered, 0)
 	seedMember(store, "f", 0, 0)
-	r := newRig(t, log, store, rigOpts{batch: 10, member: "f", decoder: nextFetchDuringDecode(t, log, 30)})
+	r := newRig(t, log, store, rigOpts{batch: 10, member: "f", decoder: nextFetchDuringDecode(t, log, 3*gathered)})
 	r.run(10)
-	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}, {10, 20}, {20, 30}}; !slices.Equal(got, want) {
+	if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	if len(log.fetches) != 3 {
-		t.Fatalf("fetches %v; want three, one per batch", log.fetches)
+	if len(log.fetches) != 3*gathered/10 {
+		t.Fatalf("fetches %v; want %d, one per 10 events", log.fetches, 3*gathered/10)
+	}
+}
+
+// Events cleaned from the metastore while a follower gathers a batch: the fetch
+// that meets the gap ends the batch, which is applied up to what was read
+// before it; the next step meets the gap itself and refreshes once, and no
+// event past the gap reaches the FE as a change.
+func TestFollowerGatheringStopsAtAGap(t *testing.T) {
+	log := &memLog{}
+	log.add("ALTER_TABLE", 3*gathered)
+	store := newMemStore()
+	store.commitAs(3*gathered, 0)
+	seedMember(store, "f", 0, 0)
+	var once sync.Once
+	log.onFetch = func(c fetchCall) {
+		if c.after != 0 {
+			return
+		}
+		// The cleaner drops the oldest 25 events right after the first
+		// fetch was answered: the second fetch (after 10) finds a gap.
+		once.Do(func() {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			log.events = slices.DeleteFunc(log.events, func(ev hms.Event) bool { return ev.ID <= 25 })
+		})
+	}
+	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
+	r.showCommitted()
+	if _, err := r.step(); err != nil {
+		t.Fatalf("first follower step: %v", err)
+	}
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}}; !slices.Equal(got, want) || r.l.own != 10 || r.fe.refreshes() != 0 {
+		t.Fatalf("after the first step: FE batches %v, cursor %d, %d full refreshes; want %v, 10, none", got, r.l.own, r.fe.refreshes(), want)
+	}
+	r.run(10)
+	if r.l.own != 3*gathered || r.fe.refreshes() != 1 {
+		t.Fatalf("follower at %d after %d full refreshes; want %d after one", r.l.own, r.fe.refreshes(), 3*gathered)
+	}
+	if got := changeBatches(r.fe); len(got) != 1 {
+		t.Fatalf("FE batches %v; want only (0, 10] as changes, the rest by the refresh", got)
 	}
 }
