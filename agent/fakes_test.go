@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"go.uber.org/zap/zaptest"
 
@@ -47,6 +49,26 @@ type memLog struct {
 	// onFetch, when set, runs after each is answered (outside the lock).
 	fetches []fetchCall
 	onFetch func(fetchCall)
+	// answers, when trackAnswers is set, holds a weak pointer to the events
+	// of every answer that returned any, so that a test can tell how many
+	// answers the loop still holds (liveAnswers).
+	trackAnswers bool
+	answers      []weak.Pointer[hms.Event]
+}
+
+// liveAnswers collects garbage and counts the fetch answers whose events are
+// still reachable.
+func (m *memLog) liveAnswers() int {
+	runtime.GC()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, p := range m.answers {
+		if p.Value() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // fetchCall is one get_next_notification asked of a memLog.
@@ -144,6 +166,9 @@ func (m *memLog) nextEvents(_ context.Context, after int64, max int, skip []stri
 		f.Events = append(f.Events, ev)
 	}
 	m.served = append(m.served, f.Last)
+	if m.trackAnswers && len(f.Events) > 0 {
+		m.answers = append(m.answers, weak.Make(&f.Events[0]))
+	}
 	oldest := int64(-1)
 	if len(m.events) > 0 {
 		oldest = m.events[0].ID

@@ -155,6 +155,10 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Only the changes are kept: the first fetch's events go before the
+	// next fetch is decoded.
+	evs, f.Events = nil, nil
+	pre.dropEvents()
 	for gathering() {
 		max := nextMax()
 		var more hms.Fetch

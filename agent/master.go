@@ -237,6 +237,10 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 	if err != nil {
 		return 0, err
 	}
+	// Only the changes are kept: the first fetch's events go before the
+	// next fetch is decoded.
+	f.Events = nil
+	pre.dropEvents()
 	for gathering() {
 		max := nextMax()
 		var more hms.Fetch

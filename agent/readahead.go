@@ -150,6 +150,18 @@ func (ra *readAhead) settle() {
 	}
 }
 
+// dropEvents lets go of the fetched events once the step has decoded them
+// (waiting for the goroutine first, which may still be decoding them), so that
+// a batch gathered over several fetches holds no more than two fetches' events:
+// its first fetch is not kept alive until the batch is applied. nil does
+// nothing.
+func (ra *readAhead) dropEvents() {
+	if ra != nil {
+		<-ra.done
+		ra.f.Events = nil
+	}
+}
+
 // takeDecoded waits for the read-ahead's decode and hands what it decoded to
 // the step, as l.decode would have: the decode error is counted now, when the
 // step meets it. ok is false when the read-ahead decoded nothing (started

@@ -527,3 +527,51 @@ func TestFollowerGatheringStopsAtAGap(t *testing.T) {
 		t.Fatalf("FE batches %v; want only (0, 10] as changes, the rest by the refresh", got)
 	}
 }
+
+// A member gathering a batch over several fetches keeps only the changes of
+// the fetches it decoded: while it decodes one fetch, no more than two fetches'
+// events are reachable (that one and the next, in flight), for the master and
+// for a follower.
+func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
+	for _, member := range []string{"m0", "f"} {
+		t.Run(member, func(t *testing.T) {
+			log := &memLog{trackAnswers: true}
+			log.add("ALTER_TABLE", 3*gathered)
+			store := newMemStore()
+			if member == "f" {
+				store.commitAs(3*gathered, 0)
+			} else {
+				store.commitAs(0, 0)
+			}
+			seedMember(store, member, 0, 0)
+			// Each fetch's first event waits until the next fetch was
+			// answered, so the count includes the one in flight.
+			wait := nextFetchDuringDecode(t, log, 3*gathered)
+			var mu sync.Mutex
+			most, checks := 0, 0
+			dec := hookDecoder{before: func(ev hms.Event) {
+				wait.before(ev)
+				if ev.ID%10 != 1 {
+					return
+				}
+				n := log.liveAnswers()
+				mu.Lock()
+				defer mu.Unlock()
+				most, checks = max(most, n), checks+1
+			}}
+			r := newRig(t, log, store, rigOpts{batch: 10, member: member, decoder: dec})
+			if member == "m0" {
+				r.becomeMaster()
+			}
+			r.run(10)
+			if r.l.own != 3*gathered {
+				t.Fatalf("cursor %d; want %d", r.l.own, 3*gathered)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if checks != 3*gathered/10 || most > 2 {
+				t.Fatalf("at most %d fetches' events reachable while a fetch was decoded (%d checks); want at most 2 (%d checks)", most, checks, 3*gathered/10)
+			}
+		})
+	}
+}
