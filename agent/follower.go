@@ -160,15 +160,8 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	evs, f.Events = nil, nil
 	pre.dropEvents()
 	for gathering() {
-		max := nextMax()
-		var more hms.Fetch
-		if ra := l.takeReadAhead(ctx, false, election.Token{}, m.Epoch, to, max, false, target); ra != nil {
-			more, err = ra.f, ra.fetchErr
-			ra.settle() // it only fetched
-		} else {
-			more, err = l.fetch(ctx, to, max, false)
-		}
-		if err != nil || more.Continuity != hms.Contiguous || more.Last <= to {
+		more, ok := l.gatherNext(ctx, false, election.Token{}, m.Epoch, to, nextMax(), false, target)
+		if !ok {
 			break
 		}
 		fetches++

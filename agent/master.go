@@ -242,15 +242,8 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 	f.Events = nil
 	pre.dropEvents()
 	for gathering() {
-		max := nextMax()
-		var more hms.Fetch
-		if ra := l.takeReadAhead(ctx, true, term.Token, l.lastSeen.Epoch, last, max, true, noBound); ra != nil {
-			more, err = ra.f, ra.fetchErr
-			ra.settle() // it only fetched
-		} else {
-			more, err = l.fetch(ctx, last, max, true)
-		}
-		if err != nil || more.Continuity != hms.Contiguous || more.Last <= last {
+		more, ok := l.gatherNext(ctx, true, term.Token, l.lastSeen.Epoch, last, nextMax(), true, noBound)
+		if !ok {
 			break
 		}
 		n += len(more.Events) + more.Skipped

@@ -32,10 +32,10 @@ import (
 //     "nothing up to the current id", and the id it holds was read after the
 //     read-ahead's fetch, so it asks again.
 //
-// A master of a cluster-scope dialect gathering a backlog into one batch
-// (masterCycle) also keeps the next fetch of the batch in flight while it
-// decodes the current one: a read-ahead that only fetches, taken by the
-// gathering loop under the same rules.
+// A member gathering a backlog into one batch over several fetches (a master,
+// and a follower of a local-scope dialect) also keeps the next fetch of the
+// batch in flight while it decodes the current one: a read-ahead that only
+// fetches, taken by the gathering loop under the same rules (gatherNext).
 //
 // Taken in two stages: the step takes the read-ahead as soon as its fetch is
 // back (fetched), so that it can start the next fetch at once, and waits for
@@ -139,6 +139,22 @@ func (l *catalogLoop) takeReadAhead(ctx context.Context, master bool, term elect
 		return nil
 	}
 	return ra
+}
+
+// gatherNext reads the next fetch, after after, of a batch being gathered: the
+// read-ahead that only fetched it, when it is the very fetch (takeReadAhead's
+// rules), else a fetch of its own. ok is false when the fetch ends the batch (an
+// error, a gap or a reset, nothing new): the next step reads it again and deals
+// with it as it would with its own fetch.
+func (l *catalogLoop) gatherNext(ctx context.Context, master bool, term election.Token, committedEpoch, after int64, max int, serverSkip bool, bound int64) (f hms.Fetch, ok bool) {
+	var err error
+	if ra := l.takeReadAhead(ctx, master, term, committedEpoch, after, max, serverSkip, bound); ra != nil {
+		f, err = ra.f, ra.fetchErr
+		ra.settle() // it only fetched
+	} else {
+		f, err = l.fetch(ctx, after, max, serverSkip)
+	}
+	return f, err == nil && f.Continuity == hms.Contiguous && f.Last > after
 }
 
 // settle waits for a taken read-ahead's goroutine to end (its decode, if any)
