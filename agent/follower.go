@@ -90,7 +90,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	// No skip list to the metastore: it would count only kept events
 	// towards max, and return events past the master cursor.
 	var f hms.Fetch
-	pre := l.takeReadAhead(ctx, false, election.Token{}, m.Epoch, l.own, max, false, target)
+	pre := l.takeReadAhead(ctx, l.followerKey(m.Epoch, l.own, max, target))
 	defer pre.settle()
 	if pre != nil {
 		f, err = pre.f, pre.fetchErr
@@ -137,13 +137,17 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	gathering := func() bool { return to < target && fetches < localDrainFetches }
 	nextMax := func() int { return int(min(int64(l.cat.BatchSize), target-to)) }
 	nextStarted := false
+	startNext := func() {
+		// Its next fetch chained, as the master's.
+		l.startReadAhead(ctx, election.Term{}, l.followerKey(m.Epoch, to, nextMax(), target), true, target)
+		nextStarted = true
+	}
 	readOn := func() {
 		switch {
 		case gathering():
-			l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, nextMax(), false, target, false)
+			l.startReadAhead(ctx, election.Term{}, l.followerKey(m.Epoch, to, nextMax(), target), false, 0)
 		case to < target && !nextStarted:
-			l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, nextMax(), false, target, true)
-			nextStarted = true
+			startNext()
 		}
 	}
 	readOn()
@@ -160,7 +164,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	evs, f.Events = nil, nil
 	pre.dropEvents()
 	for gathering() {
-		more, ok := l.gatherNext(ctx, false, election.Token{}, m.Epoch, to, nextMax(), false, target)
+		more, ok := l.gatherNext(ctx, l.followerKey(m.Epoch, to, nextMax(), target))
 		if !ok {
 			break
 		}
@@ -174,8 +178,10 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	if to < target && !nextStarted {
 		// The batch ended early and more is committed: read it while this
 		// batch is applied.
-		l.startReadAhead(ctx, election.Term{}, false, m.Epoch, to, nextMax(), false, target, true)
+		startNext()
 	}
+	// Every fetch of this batch is decoded: the next batch's may chain.
+	l.releaseReadAhead()
 	if err := l.applyDecoded(ctx, &d, to, true); err != nil {
 		return 0, err
 	}

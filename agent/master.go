@@ -49,7 +49,7 @@ func (l *catalogLoop) masterCycle(ctx, parent context.Context, term election.Ter
 	}
 
 	var f hms.Fetch
-	pre := l.takeReadAhead(ctx, true, term.Token, l.lastSeen.Epoch, l.own, l.cat.BatchSize, true, noBound)
+	pre := l.takeReadAhead(ctx, l.masterKey(term.Token, l.own, l.cat.BatchSize))
 	defer pre.settle()
 	if pre != nil {
 		f, err = pre.f, pre.fetchErr
@@ -215,17 +215,27 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 	// readOn keeps the next fetch in flight while a fetch is decoded: while
 	// the batch gathers, its next fetch (only fetched); once it is full and
 	// more follows, the first fetch of the next batch (decoded too), read
-	// while this one is decoded, applied and committed. Against a real
-	// metastore the fetch is most of the step's time, and starting it only
-	// after the decode leaves the metastore waiting.
+	// while this one is decoded, applied and committed, with the fetch after
+	// it chained (once this batch is decoded) when the next cycle will gather
+	// it. Against a real metastore the fetch is most of the step's time, and
+	// starting it only after the decode, or only once the next cycle has
+	// made its calls, leaves the metastore waiting.
+	chainBelow := cur
+	if cluster && 2*l.cat.BatchSize > drainBatchEvents {
+		// The next cycle's first fetch may fill its batch.
+		chainBelow = 0
+	}
 	nextStarted := false
+	startNext := func() {
+		l.startReadAhead(parent, term, l.masterKey(term.Token, last, l.cat.BatchSize), true, chainBelow)
+		nextStarted = true
+	}
 	readOn := func() {
 		switch {
 		case gathering():
-			l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, nextMax(), true, noBound, false)
+			l.startReadAhead(parent, term, l.masterKey(term.Token, last, nextMax()), false, 0)
 		case last < cur && !nextStarted:
-			l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound, true)
-			nextStarted = true
+			startNext()
 		}
 	}
 	var d decoded
@@ -242,7 +252,7 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 	f.Events = nil
 	pre.dropEvents()
 	for gathering() {
-		more, ok := l.gatherNext(ctx, true, term.Token, l.lastSeen.Epoch, last, nextMax(), true, noBound)
+		more, ok := l.gatherNext(ctx, l.masterKey(term.Token, last, nextMax()))
 		if !ok {
 			break
 		}
@@ -258,8 +268,10 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 		// The batch ended early (an error, a gap or nothing new in a
 		// further fetch) and more is known to follow: read it while this
 		// batch is applied and committed.
-		l.startReadAhead(parent, term, true, l.lastSeen.Epoch, last, l.cat.BatchSize, true, noBound, true)
+		startNext()
 	}
+	// Every fetch of this batch is decoded: the next batch's may chain.
+	l.releaseReadAhead()
 	if err := l.applyDecoded(ctx, &d, last, true); err != nil {
 		return 0, err
 	}

@@ -60,11 +60,13 @@ func fetchesAfter(log *memLog, after int64, serverSkip bool) int {
 // batch while it drains a backlog in fetches of 10 (localDrainFetches fetches).
 const gathered = localDrainFetches * 10
 
-// awaitFetchDuringApply makes the FE hold each batch ending below cur until the
-// metastore has answered the fetch after it: the proof that the next batch is
-// read while this one is applied. It fails the test if that fetch does not
-// come within a bound (a read-ahead that does not overlap never comes).
-func awaitFetchDuringApply(t *testing.T, log *memLog, fe *memFE, cur int64) {
+// awaitFetchDuringApply makes the FE hold each batch ending at to, below cur,
+// until the metastore has answered the fetch after to+ahead (fetches of 10):
+// with ahead 0 the proof that the next batch is read while this one is
+// applied, with ahead 10 that the fetch after that one is read too. It fails
+// the test if that fetch does not come within a bound (a read-ahead that does
+// not overlap never comes).
+func awaitFetchDuringApply(t *testing.T, log *memLog, fe *memFE, cur, ahead int64) {
 	t.Helper()
 	answered := map[int64]chan struct{}{}
 	for id := int64(0); id <= cur; id++ {
@@ -80,13 +82,13 @@ func awaitFetchDuringApply(t *testing.T, log *memLog, fe *memFE, cur int64) {
 		}
 	}
 	fe.beforeApply = func(b change.Batch) error {
-		if b.FullRefresh || b.To >= cur {
+		if b.FullRefresh || b.To+ahead >= cur {
 			return nil
 		}
 		select {
-		case <-answered[b.To]:
+		case <-answered[b.To+ahead]:
 		case <-time.After(10 * time.Second):
-			t.Errorf("batch (%d, %d] was applied and the events after %d were never read meanwhile", b.From, b.To, b.To)
+			t.Errorf("batch (%d, %d] was applied and the events after %d were never read meanwhile", b.From, b.To, b.To+ahead)
 		}
 		return nil
 	}
@@ -99,7 +101,7 @@ func TestMasterReadsTheNextBatchWhileApplyingAndCommitsInOrder(t *testing.T) {
 	store.commitAs(0, 0)
 	seedMember(store, "m0", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10})
-	awaitFetchDuringApply(t, log, r.fe, 3*gathered)
+	awaitFetchDuringApply(t, log, r.fe, 3*gathered, 0)
 	r.becomeMaster()
 	r.run(10)
 	if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
@@ -123,7 +125,7 @@ func TestFollowerReadsTheNextBatchWhileApplying(t *testing.T) {
 	store.commitAs(3*gathered, 0)
 	seedMember(store, "f", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
-	awaitFetchDuringApply(t, log, r.fe, 3*gathered)
+	awaitFetchDuringApply(t, log, r.fe, 3*gathered, 0)
 	r.run(10)
 	if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
 		t.Fatalf("FE batches %v; want %v", got, want)
@@ -132,6 +134,44 @@ func TestFollowerReadsTheNextBatchWhileApplying(t *testing.T) {
 	defer log.mu.Unlock()
 	if len(log.fetches) != 3*gathered/10 {
 		t.Fatalf("fetches %v; want %d, one per 10 events", log.fetches, 3*gathered/10)
+	}
+}
+
+// Draining a backlog, the fetch after the next batch's first is read while a
+// batch is applied (and, by the master, committed), so that the metastore is
+// not left waiting for the apply, the commit and the next step's calls; it is
+// then taken by the next step, each fetch read once, every batch applied and
+// committed in order.
+func TestNextBatchSecondFetchReadWhileApplying(t *testing.T) {
+	for _, member := range []string{"m0", "f"} {
+		t.Run(member, func(t *testing.T) {
+			log := &memLog{}
+			log.add("ALTER_TABLE", 3*gathered)
+			store := newMemStore()
+			if member == "f" {
+				store.commitAs(3*gathered, 0)
+			} else {
+				store.commitAs(0, 0)
+			}
+			seedMember(store, member, 0, 0)
+			r := newRig(t, log, store, rigOpts{batch: 10, member: member})
+			awaitFetchDuringApply(t, log, r.fe, 3*gathered, 10)
+			if member == "m0" {
+				r.becomeMaster()
+			}
+			r.run(10)
+			if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
+				t.Fatalf("FE batches %v; want %v", got, want)
+			}
+			if want := []int64{gathered, 2 * gathered, 3 * gathered}; member == "m0" && !slices.Equal(store.committed, want) {
+				t.Fatalf("commits %v; want %v", store.committed, want)
+			}
+			for after := int64(0); after < 3*gathered; after += 10 {
+				if n := fetchesAfter(log, after, false); n != 1 {
+					t.Errorf("%d fetches after %d; want 1 (each read-ahead taken, nothing read twice)", n, after)
+				}
+			}
+		})
 	}
 }
 
@@ -230,7 +270,7 @@ func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
 	if out, err := r.step(); err != nil || out != again {
 		t.Fatalf("master step: %v, %v; want again", out, err)
 	}
-	if r.l.ahead == nil || !r.l.ahead.master {
+	if r.l.ahead == nil || !r.l.ahead.key.master {
 		t.Fatal("no master read-ahead after a batch with more events behind it")
 	}
 	r.el.StepDown("test")
@@ -571,6 +611,65 @@ func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
 			defer mu.Unlock()
 			if checks != 3*gathered/10 || most > 2 {
 				t.Fatalf("at most %d fetches' events reachable while a fetch was decoded (%d checks); want at most 2 (%d checks)", most, checks, 3*gathered/10)
+			}
+		})
+	}
+}
+
+// The fetch chained after the next batch's first starts only once the step
+// that started it has decoded every fetch of its own batch: a member still
+// holds at most two fetches' events when each fetch is answered. The step's
+// decode of its last event is held for a while (or until the chained fetch is
+// answered), a window in which a chained fetch that did not wait would be
+// read with three fetches held.
+func TestChainedFetchWaitsForTheBatchToBeDecoded(t *testing.T) {
+	for _, member := range []string{"m0", "f"} {
+		t.Run(member, func(t *testing.T) {
+			log := &memLog{trackAnswers: true}
+			log.add("ALTER_TABLE", 3*gathered)
+			store := newMemStore()
+			if member == "f" {
+				store.commitAs(3*gathered, 0)
+			} else {
+				store.commitAs(0, 0)
+			}
+			seedMember(store, member, 0, 0)
+			chained := make(chan struct{}) // the fetch after gathered+10 was answered
+			var mu sync.Mutex
+			most, answers := 0, 0
+			log.onFetch = func(c fetchCall) {
+				n := log.liveAnswers()
+				mu.Lock()
+				most, answers = max(most, n), answers+1
+				mu.Unlock()
+				if c.after == gathered+10 {
+					close(chained)
+				}
+			}
+			dec := hookDecoder{before: func(ev hms.Event) {
+				if ev.ID != gathered {
+					return
+				}
+				select {
+				case <-chained:
+				case <-time.After(200 * time.Millisecond):
+				}
+			}}
+			r := newRig(t, log, store, rigOpts{batch: 10, member: member, decoder: dec})
+			if member == "m0" {
+				r.becomeMaster()
+			}
+			r.run(10)
+			if r.l.own != 3*gathered {
+				t.Fatalf("cursor %d; want %d", r.l.own, 3*gathered)
+			}
+			if n := fetchesAfter(log, gathered+10, false); n != 1 {
+				t.Fatalf("%d fetches after %d; want 1", n, gathered+10)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if answers != 3*gathered/10 || most > 2 {
+				t.Fatalf("at most %d fetches' events reachable when a fetch was answered (%d answers); want at most 2 (%d answers)", most, answers, 3*gathered/10)
 			}
 		})
 	}
