@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,9 @@ type catalogLoop struct {
 	// ahead is the next batch being fetched and decoded while the current
 	// one is applied (readahead.go); nil when none runs.
 	ahead *readAhead
+	// maxDecoders is how many goroutines decode a fetch when no other
+	// fetch is in flight (decodeWorkers): GOMAXPROCS.
+	maxDecoders int
 
 	// stepStart is when the current step began or last completed an external
 	// call (unix nanoseconds; 0 while waiting), for /livez (liveness.go).
@@ -109,8 +113,9 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	log := a.log.With(zap.String("catalog", cat.Name))
 	l := &catalogLoop{
 		a: a, cat: cat, log: log, own: -1, feSent: -1, refreshReason: "initial",
-		watch: newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
-		poll:  newPollSchedule(cat.BusyPollInterval, cat.PollInterval),
+		watch:       newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
+		poll:        newPollSchedule(cat.BusyPollInterval, cat.PollInterval),
+		maxDecoders: runtime.GOMAXPROCS(0),
 	}
 	if !cat.NoPushdown {
 		l.pushDBs = pushdownDatabases(cat.Include)

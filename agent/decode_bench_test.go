@@ -52,7 +52,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var d decoded
-		if err := l.decode(evs, &d); err != nil {
+		if err := l.decode(evs, &d, false); err != nil {
 			b.Fatal(err)
 		}
 		if err := l.applyDecoded(context.Background(), &d, evs[len(evs)-1].ID, false); err != nil {

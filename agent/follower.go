@@ -154,7 +154,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	var d decoded
 	took, err := pre.takeDecoded(l, &d)
 	if !took && err == nil {
-		err = l.decode(evs, &d)
+		err = l.decode(evs, &d, l.ahead != nil)
 	}
 	if err != nil {
 		return 0, err
@@ -171,7 +171,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		fetches++
 		to = min(more.Last, target)
 		readOn()
-		if err := l.decode(belowBound(more.Events, target), &d); err != nil {
+		if err := l.decode(belowBound(more.Events, target), &d, l.ahead != nil); err != nil {
 			return 0, err
 		}
 	}

@@ -242,7 +242,7 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 	readOn()
 	took, err := pre.takeDecoded(l, &d)
 	if !took && err == nil {
-		err = l.decode(f.Events, &d)
+		err = l.decode(f.Events, &d, l.ahead != nil)
 	}
 	if err != nil {
 		return 0, err
@@ -260,7 +260,7 @@ func (l *catalogLoop) masterApplyFetched(ctx, parent context.Context, term elect
 		fetches++
 		last = more.Last
 		readOn()
-		if err := l.decode(more.Events, &d); err != nil {
+		if err := l.decode(more.Events, &d, l.ahead != nil); err != nil {
 			return 0, err
 		}
 	}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -85,7 +84,7 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 // records the events as covered (never used for local scope).
 func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64, apply bool) error {
 	var d decoded
-	if err := l.decode(evs, &d); err != nil {
+	if err := l.decode(evs, &d, false); err != nil {
 		return err
 	}
 	return l.applyDecoded(ctx, &d, to, apply)
@@ -121,10 +120,11 @@ func (c *typeCounts) add(typ string, n int) {
 	*c = append(*c, typeCount{typ, n})
 }
 
-// decode decodes and filters evs into d. An event that cannot be decoded is a
+// decode decodes and filters evs into d, on one goroutine while another fetch
+// is in flight (decodeWorkers). An event that cannot be decoded is a
 // *poisonError (the first one in the log's order, if there are several).
-func (l *catalogLoop) decode(evs []hms.Event, d *decoded) error {
-	err := l.decodeUncounted(evs, d)
+func (l *catalogLoop) decode(evs []hms.Event, d *decoded, inFlight bool) error {
+	err := l.decodeUncounted(evs, d, inFlight)
 	l.countPoison(err)
 	return err
 }
@@ -139,9 +139,9 @@ func (l *catalogLoop) countPoison(err error) {
 // decodeUncounted is decode without counting a failure: a read-ahead's decode
 // error is counted when the step meets it, not when a read-ahead that may be
 // discarded does.
-func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded) error {
+func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded, inFlight bool) error {
 	start := time.Now()
-	descs, bad, err := decodeAll(l.cat.Decoder, evs, runtime.GOMAXPROCS(0))
+	descs, bad, err := decodeAll(l.cat.Decoder, evs, l.decodeWorkers(inFlight))
 	if err != nil {
 		ev := evs[bad]
 		return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
@@ -165,6 +165,23 @@ func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded) error {
 	}
 	l.a.m.decodeSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// decodeWorkers is how many goroutines decode a fetch (decodeAll). While the
+// member has the next fetch in flight (draining a backlog), one: the fetch and
+// the decode already keep two threads busy, and one core decodes a fetch faster
+// than the metastore serves the next (against Hive 4.0.1, about 14 ms against
+// 21 to 40 ms per 1,000 events). More goroutines there only take cores from
+// what the sidecar shares its host with (the FE beside it; in the benchmarks
+// the metastore and the other sidecars too): they made both the real-metastore
+// and the in-process drains slower (BENCHMARKS.md). With nothing in flight (a
+// burst of events in the steady state, the end of a drain), every core
+// (maxDecoders): the decode is then all the member waits for.
+func (l *catalogLoop) decodeWorkers(inFlight bool) int {
+	if inFlight {
+		return 1
+	}
+	return l.maxDecoders
 }
 
 // minEventsPerDecoder keeps small fetches on one goroutine: below it, starting

@@ -167,9 +167,10 @@ func (l *catalogLoop) goReadAhead(parent context.Context, term election.Term, k 
 			case <-ctx.Done():
 			}
 		}
+		inFlight := ra.next != nil // ra.next is the step's once chained is closed
 		close(ra.chained)
 		if decode && len(evs) > 0 {
-			ra.decodeErr = l.decodeUncounted(evs, &ra.decoded)
+			ra.decodeErr = l.decodeUncounted(evs, &ra.decoded, inFlight)
 			ra.decodedEvents = true
 		}
 	}()

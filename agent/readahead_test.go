@@ -674,3 +674,105 @@ func TestChainedFetchWaitsForTheBatchToBeDecoded(t *testing.T) {
 		})
 	}
 }
+
+// spreadDecoder tells, per fetch of perFetch events, whether the fetch was
+// decoded on more than one goroutine: whether an event of the fetch started
+// before its first event was done, which one goroutine decoding the fetch in
+// order never does. The first event of each fetch waits for that to happen for
+// up to wait(fetch): a window in which a fetch spread over goroutines shows it,
+// whichever of them runs first.
+type spreadDecoder struct {
+	perFetch int64
+	wait     func(fetch int64) time.Duration
+	mu       sync.Mutex
+	done     map[int64]bool          // the fetch's first event is done
+	spread   map[int64]chan struct{} // closed once an event of the fetch started before its first was done
+}
+
+func (c *spreadDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
+	fetch, first := (ev.ID-1)/c.perFetch, (ev.ID-1)%c.perFetch == 0
+	c.mu.Lock()
+	ch, ok := c.spread[fetch]
+	if !ok {
+		ch = make(chan struct{})
+		c.spread[fetch] = ch
+	}
+	if !first && !c.done[fetch] {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+	c.mu.Unlock()
+	if first {
+		select {
+		case <-ch:
+		case <-time.After(c.wait(fetch)):
+		}
+		c.mu.Lock()
+		c.done[fetch] = true
+		c.mu.Unlock()
+	}
+	return memDecoder{}.Decode(ev)
+}
+
+// spreadFetches lists whether each of n fetches was decoded on several goroutines.
+func (c *spreadDecoder) spreadFetches(n int64) []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]bool, n)
+	for f := range n {
+		if ch, ok := c.spread[f]; ok {
+			select {
+			case <-ch:
+				out[f] = true
+			default:
+			}
+		}
+	}
+	return out
+}
+
+// Draining a backlog, a member decodes each fetch on one goroutine while the
+// next is in flight (the fetch and the decode already keep two threads busy;
+// more would take cores from the FE beside the sidecar and, in the benchmarks,
+// from the metastore); the last fetch, with nothing in flight, is spread over
+// its cores.
+func TestDecodeOnOneGoroutineWhileAFetchIsInFlight(t *testing.T) {
+	const batch, fetches = 2 * minEventsPerDecoder, 2 * localDrainFetches
+	for _, member := range []string{"m0", "f"} {
+		t.Run(member, func(t *testing.T) {
+			log := &memLog{}
+			log.add("ALTER_TABLE", batch*fetches)
+			store := newMemStore()
+			if member == "f" {
+				store.commitAs(batch*fetches, 0)
+			} else {
+				store.commitAs(0, 0)
+			}
+			seedMember(store, member, 0, 0)
+			dec := &spreadDecoder{perFetch: batch, done: map[int64]bool{}, spread: map[int64]chan struct{}{},
+				wait: func(fetch int64) time.Duration {
+					if fetch == fetches-1 {
+						return 10 * time.Second // must come
+					}
+					return 100 * time.Millisecond // must not
+				}}
+			r := newRig(t, log, store, rigOpts{batch: batch, member: member, decoder: dec})
+			r.l.maxDecoders = 2
+			if member == "m0" {
+				r.becomeMaster()
+			}
+			r.run(10)
+			if r.l.own != batch*fetches {
+				t.Fatalf("cursor %d; want %d", r.l.own, batch*fetches)
+			}
+			want := make([]bool, fetches)
+			want[fetches-1] = true
+			if got := dec.spreadFetches(fetches); !slices.Equal(got, want) {
+				t.Fatalf("fetches decoded on several goroutines %v; want only the last, with nothing in flight: %v", got, want)
+			}
+		})
+	}
+}

@@ -68,7 +68,7 @@ func (r *stepRig) step(t *testing.T, ev hms.Event) {
 			t.Fatalf("fetched %+v; want exactly the served event %+v", f.Events, want)
 		}
 		var d decoded
-		if err := l.decode(f.Events, &d); err != nil {
+		if err := l.decode(f.Events, &d, false); err != nil {
 			var pe *poisonError
 			if !errors.As(err, &pe) || pe.eventID != id {
 				t.Fatalf("decode of event %d: %v; want nil or a poison error naming it", id, err)

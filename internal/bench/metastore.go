@@ -410,8 +410,9 @@ func (s *fetchSample) add(evs []hms.Event) {
 }
 
 // fetchDecodePipelined is the fetch+decode loop with the next fetch in flight
-// while a batch decodes: one fetcher goroutine hands each batch over an
-// unbuffered channel, so it is at most one fetch ahead.
+// while a batch decodes (on one goroutine, as a sidecar's): one fetcher
+// goroutine hands each batch over an unbuffered channel, so it is at most one
+// fetch ahead.
 func fetchDecodePipelined(ctx context.Context, o MetastoreOptions) (fetchSample, error) {
 	hc, err := metastoreClient(ctx, o.HMS)
 	if err != nil {
@@ -448,7 +449,9 @@ func fetchDecodePipelined(ctx context.Context, o MetastoreOptions) (fetchSample,
 		if f.err != nil {
 			return s, f.err
 		}
-		n, err := decodeSpread(dec, f.evs, runtime.GOMAXPROCS(0))
+		// One goroutine, as a sidecar decodes while its next fetch is in
+		// flight (agent's decodeWorkers).
+		n, err := decodeSpread(dec, f.evs, 1)
 		if err != nil {
 			return s, err
 		}
@@ -463,7 +466,8 @@ func fetchDecodePipelined(ctx context.Context, o MetastoreOptions) (fetchSample,
 const minEventsPerDecoder = 64
 
 // decodeSpread decodes every event as a sidecar does (agent's decodeAll):
-// spread over up to workers goroutines in contiguous runs. It returns the
+// spread over up to workers goroutines in contiguous runs (a sidecar spreads a
+// fetch over GOMAXPROCS goroutines only when no other fetch is in flight). It returns the
 // number of descriptors; an event that does not decode is an error, since a
 // sidecar would self-heal on it and the drain would not be comparable.
 func decodeSpread(dec hms.Decoder, evs []hms.Event, workers int) (int, error) {
