@@ -173,10 +173,11 @@ func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded, inFlight bool
 // than the metastore serves the next (against Hive 4.0.1, about 14 ms against
 // 21 to 40 ms per 1,000 events). More goroutines there only take cores from
 // what the sidecar shares its host with (the FE beside it; in the benchmarks
-// the metastore and the other sidecars too): they made both the real-metastore
-// and the in-process drains slower (BENCHMARKS.md). With nothing in flight (a
-// burst of events in the steady state, the end of a drain), every core
-// (maxDecoders): the decode is then all the member waits for.
+// the metastore and the other sidecars too): against Hive 4.0.1 they made the
+// drains slower, and in process they cost CPU (BENCHMARKS.md, the eighth
+// session). With nothing in flight (a burst of events in the steady state, the
+// end of a drain), every core (maxDecoders): the decode is then all the member
+// waits for.
 func (l *catalogLoop) decodeWorkers(inFlight bool) int {
 	if inFlight {
 		return 1

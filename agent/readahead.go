@@ -55,10 +55,11 @@ import (
 // kept with what it decoded to), so a member holds at most two fetches: the one
 // being decoded and the one in flight. A chained fetch starts only once the
 // step that started its parent has decoded every fetch of its own batch
-// (release), so the two are the parent, being decoded, and the chained one. A read-ahead not taken by the next step
-// is cancelled and waited for, so it never outlives the step that could have
-// used it (nor the loop); one that was taken is waited for before the step
-// returns (settle).
+// (release), so the two are the parent, being decoded, and the chained one. A
+// read-ahead not taken by the next step is cancelled and waited for, with the
+// fetch it chained, so it never outlives the step that could have used it (nor
+// the loop); one that was taken is waited for before the step returns
+// (settle).
 
 // aheadKey says which fetch a read-ahead is (see the file comment for when a
 // step may take it).
