@@ -137,6 +137,26 @@ func TestFollowerReadsTheNextBatchWhileApplying(t *testing.T) {
 	}
 }
 
+// newDrainRig is a rig in which member, the master ("m0") or a follower ("f"),
+// drains events from 0: its cursor and the committed one at 0 for the master,
+// the committed one at events for a follower. opts.member is set to member.
+func newDrainRig(t *testing.T, log *memLog, member string, events int64, opts rigOpts) *rig {
+	t.Helper()
+	store := newMemStore()
+	if member == "f" {
+		store.commitAs(events, 0)
+	} else {
+		store.commitAs(0, 0)
+	}
+	seedMember(store, member, 0, 0)
+	opts.member = member
+	r := newRig(t, log, store, opts)
+	if member == "m0" {
+		r.becomeMaster()
+	}
+	return r
+}
+
 // Draining a backlog, the fetch after the next batch's first is read while a
 // batch is applied (and, by the master, committed), so that the metastore is
 // not left waiting for the apply, the commit and the next step's calls; it is
@@ -147,24 +167,14 @@ func TestNextBatchSecondFetchReadWhileApplying(t *testing.T) {
 		t.Run(member, func(t *testing.T) {
 			log := &memLog{}
 			log.add("ALTER_TABLE", 3*gathered)
-			store := newMemStore()
-			if member == "f" {
-				store.commitAs(3*gathered, 0)
-			} else {
-				store.commitAs(0, 0)
-			}
-			seedMember(store, member, 0, 0)
-			r := newRig(t, log, store, rigOpts{batch: 10, member: member})
+			r := newDrainRig(t, log, member, 3*gathered, rigOpts{batch: 10})
 			awaitFetchDuringApply(t, log, r.fe, 3*gathered, 10)
-			if member == "m0" {
-				r.becomeMaster()
-			}
 			r.run(10)
 			if got, want := changeBatches(r.fe), [][2]int64{{0, gathered}, {gathered, 2 * gathered}, {2 * gathered, 3 * gathered}}; !slices.Equal(got, want) {
 				t.Fatalf("FE batches %v; want %v", got, want)
 			}
-			if want := []int64{gathered, 2 * gathered, 3 * gathered}; member == "m0" && !slices.Equal(store.committed, want) {
-				t.Fatalf("commits %v; want %v", store.committed, want)
+			if want := []int64{gathered, 2 * gathered, 3 * gathered}; member == "m0" && !slices.Equal(r.store.committed, want) {
+				t.Fatalf("commits %v; want %v", r.store.committed, want)
 			}
 			for after := int64(0); after < 3*gathered; after += 10 {
 				if n := fetchesAfter(log, after, false); n != 1 {
@@ -577,13 +587,6 @@ func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
 		t.Run(member, func(t *testing.T) {
 			log := &memLog{trackAnswers: true}
 			log.add("ALTER_TABLE", 3*gathered)
-			store := newMemStore()
-			if member == "f" {
-				store.commitAs(3*gathered, 0)
-			} else {
-				store.commitAs(0, 0)
-			}
-			seedMember(store, member, 0, 0)
 			// Each fetch's first event waits until the next fetch was
 			// answered, so the count includes the one in flight.
 			wait := nextFetchDuringDecode(t, log, 3*gathered)
@@ -599,10 +602,7 @@ func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
 				defer mu.Unlock()
 				most, checks = max(most, n), checks+1
 			}}
-			r := newRig(t, log, store, rigOpts{batch: 10, member: member, decoder: dec})
-			if member == "m0" {
-				r.becomeMaster()
-			}
+			r := newDrainRig(t, log, member, 3*gathered, rigOpts{batch: 10, decoder: dec})
 			r.run(10)
 			if r.l.own != 3*gathered {
 				t.Fatalf("cursor %d; want %d", r.l.own, 3*gathered)
@@ -627,13 +627,6 @@ func TestChainedFetchWaitsForTheBatchToBeDecoded(t *testing.T) {
 		t.Run(member, func(t *testing.T) {
 			log := &memLog{trackAnswers: true}
 			log.add("ALTER_TABLE", 3*gathered)
-			store := newMemStore()
-			if member == "f" {
-				store.commitAs(3*gathered, 0)
-			} else {
-				store.commitAs(0, 0)
-			}
-			seedMember(store, member, 0, 0)
 			chained := make(chan struct{}) // the fetch after gathered+10 was answered
 			var mu sync.Mutex
 			most, answers := 0, 0
@@ -655,10 +648,7 @@ func TestChainedFetchWaitsForTheBatchToBeDecoded(t *testing.T) {
 				case <-time.After(200 * time.Millisecond):
 				}
 			}}
-			r := newRig(t, log, store, rigOpts{batch: 10, member: member, decoder: dec})
-			if member == "m0" {
-				r.becomeMaster()
-			}
+			r := newDrainRig(t, log, member, 3*gathered, rigOpts{batch: 10, decoder: dec})
 			r.run(10)
 			if r.l.own != 3*gathered {
 				t.Fatalf("cursor %d; want %d", r.l.own, 3*gathered)
@@ -745,13 +735,6 @@ func TestDecodeOnOneGoroutineWhileAFetchIsInFlight(t *testing.T) {
 		t.Run(member, func(t *testing.T) {
 			log := &memLog{}
 			log.add("ALTER_TABLE", batch*fetches)
-			store := newMemStore()
-			if member == "f" {
-				store.commitAs(batch*fetches, 0)
-			} else {
-				store.commitAs(0, 0)
-			}
-			seedMember(store, member, 0, 0)
 			dec := &spreadDecoder{perFetch: batch, done: map[int64]bool{}, spread: map[int64]chan struct{}{},
 				wait: func(fetch int64) time.Duration {
 					if fetch == fetches-1 {
@@ -759,11 +742,8 @@ func TestDecodeOnOneGoroutineWhileAFetchIsInFlight(t *testing.T) {
 					}
 					return 100 * time.Millisecond // must not
 				}}
-			r := newRig(t, log, store, rigOpts{batch: batch, member: member, decoder: dec})
+			r := newDrainRig(t, log, member, batch*fetches, rigOpts{batch: batch, decoder: dec})
 			r.l.maxDecoders = 2
-			if member == "m0" {
-				r.becomeMaster()
-			}
 			r.run(10)
 			if r.l.own != batch*fetches {
 				t.Fatalf("cursor %d; want %d", r.l.own, batch*fetches)
