@@ -65,13 +65,13 @@ func New(cfg Config) (*Agent, error) {
 	a.pause = newPauseWatch(cfg.Store, a.m, a.log)
 	// SPEC §7's watch restarts: the store re-establishes its watches itself, so
 	// it is the one that counts them.
-	if wr, ok := cfg.Store.(interface{ WatchRestarts() int64 }); ok {
+	if wr, ok := cfg.Store.(WatchRestartCounter); ok {
 		a.m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: "hmssync", Name: "watch_restarts_total",
 			Help: "Times an etcd watch of this member (master cursors, pause key) was re-established: compaction, lost etcd leader, broken stream, or no answer from etcd within the freshness bound.",
 		}, func() float64 { return float64(wr.WatchRestarts()) }))
 	}
-	if ow, ok := cfg.Status.(interface{ ObserveWrites(func(error)) }); ok {
+	if ow, ok := cfg.Status.(StatusWriteObserver); ok {
 		ow.ObserveWrites(a.m.observeStatusPublish)
 	}
 	for _, c := range cfg.Catalogs {

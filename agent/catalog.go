@@ -5,59 +5,48 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 )
 
 // catalogLoop synchronises one catalog. It runs in its own goroutine so that a slow
-// or broken catalog never holds up the others. Everything but the status fields is
-// owned by that goroutine.
+// or broken catalog never holds up the others. Its state is owned by that
+// goroutine, each piece in a type of its own changed through its methods: the
+// member's cursor, the commit base, the read-ahead; what other goroutines read
+// (/status, metrics) goes through the recorder.
 type catalogLoop struct {
-	a   *Agent
 	cat Catalog
 	log *zap.Logger
+
+	// The member's collaborators (from Config) and shared watches.
+	member  string
+	store   CursorStore
+	elector Elector
+	applier applier.Applier
+	scope   applier.Scope
+	retry   Retry
+	pause   *pauseWatch
+
+	rec *recorder
 	// watch follows the committed master cursor.
 	watch *masterCursorWatch
 	// pushDBs are the databases the include patterns confine the catalog to,
 	// asked of the metastore by name (push-down); nil: the whole log.
 	pushDBs []string
 
-	// own is the id of the last event applied to this member's FE (-1: unknown,
-	// the next step full-refreshes). ownLoaded says whether it was read from etcd.
-	own       int64
-	ownLoaded bool
-	ownDirty  bool // own not yet written to etcd
-	// ownEpoch is the lineage own belongs to (SPEC §2a): a member applies
-	// from own only while the committed epoch is the same.
-	ownEpoch int64
-	// feSent is the to_event_id of the last batch this member applied to
-	// its FE (its durable cursor after a restart; -1 none): an FE reporting
-	// less lost what it was sent (checkFEApplied).
-	feSent int64
-	// refreshReason says why own is -1, for the full-refresh metric and log.
-	refreshReason string
-	// resetRev is the revision of the last operator reset (master cursor -1)
-	// this loop acted on.
-	resetRev int64
-
-	// lastSeen is the master cursor as of the last read or commit: the base of
-	// the next compare-and-set. Valid only while haveLastSeen. lastSeenTerm is
-	// the term it was read or written in.
-	lastSeen     cursorstore.Cursor
-	haveLastSeen bool
-	lastSeenTerm election.Token
-
+	cursor memberCursor
+	base   commitBase
 	// poll spaces the master's polls of an idle log.
 	poll pollSchedule
-	// ahead is the next batch being fetched and decoded while the current
-	// one is applied (readahead.go); nil when none runs.
-	ahead *readAhead
+	// ahead reads the next fetch while the current batch is decoded and
+	// applied (prefetch.go).
+	ahead *prefetcher
 	// maxDecoders is how many goroutines decode a fetch when no other
 	// fetch is in flight (decodeWorkers): GOMAXPROCS.
 	maxDecoders int
@@ -65,34 +54,6 @@ type catalogLoop struct {
 	// stepStart is when the current step began or last completed an external
 	// call (unix nanoseconds; 0 while waiting), for /livez (liveness.go).
 	stepStart atomic.Int64
-
-	mu sync.Mutex
-	st catalogState
-}
-
-// catalogState is what /status shows about one catalog.
-type catalogState struct {
-	own, master, hmsCurrent int64
-	caughtUpAt              time.Time
-	lagEvents               int64
-	lastErr                 string
-	lastErrAt               time.Time
-	failing                 bool // the last step failed
-	authFailing             bool
-	configFailing           bool // the FE answered as no configured FE should
-	hmsConfigFailing        bool // the last step failed on a metastore configuration error (hms.ConfigError)
-	fullRefreshes, selfHeal int
-	lastAppliedAt           time.Time
-	// epoch is own's lineage, masterEpoch the committed one (-1 unknown).
-	epoch, masterEpoch int64
-	// feApplied is what the FE last reported as applied (AppliedReporter
-	// only; -2: never asked).
-	feApplied int64
-	// paused: the loop, as master, found the pause key at the top of a cycle
-	// and has not started a step since. The pause watch seeing the key is not
-	// enough to say that the master stopped: a cycle already running still
-	// reads the metastore, applies and commits.
-	paused bool
 }
 
 // outcome says what a step wants the loop to do next.
@@ -111,43 +72,43 @@ var errLostLeadership = errors.New("mastership lost")
 
 func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	log := a.log.With(zap.String("catalog", cat.Name))
+	rec := newRecorder(a.m, cat.Name)
 	l := &catalogLoop{
-		a: a, cat: cat, log: log, own: -1, feSent: -1, refreshReason: "initial",
-		watch:       newMasterCursorWatch(cat.Name, a.cfg.Store, a.m, log),
+		cat: cat, log: log,
+		member: a.cfg.Member, store: a.cfg.Store, elector: a.cfg.Elector, applier: a.cfg.Applier,
+		scope: a.scope, retry: a.retry, pause: a.pause,
+		rec:         rec,
+		watch:       newMasterCursorWatch(a.cfg.Store, cat.Name, rec, log),
 		poll:        newPollSchedule(cat.BusyPollInterval, cat.PollInterval),
 		maxDecoders: runtime.GOMAXPROCS(0),
 	}
+	l.cursor = newMemberCursor(l.cursorMoved)
+	l.ahead = newPrefetcher(l)
 	if !cat.NoPushdown {
 		l.pushDBs = pushdownDatabases(cat.Include)
 	}
 	if len(l.pushDBs) > 0 {
 		log.Info("the master asks the metastore for the events of the included databases only", zap.Strings("databases", l.pushDBs))
 	}
-	l.st = catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown}
-	a.m.cursor.WithLabelValues(cat.Name).Set(-1)
-	a.m.feStatements.WithLabelValues(cat.Name, "ok") // the series exists before the first request
-	a.m.pushdownDBs.WithLabelValues(cat.Name).Set(0) // until a fetch says otherwise
-	a.m.masterCursor.WithLabelValues(cat.Name).Set(-1)
-	a.m.catalogPaused.WithLabelValues(cat.Name).Set(0)
 	return l
 }
 
 // run is the catalog's loop: one step at a time in the current role, then a wait
 // chosen by the step's outcome, until ctx ends.
 func (l *catalogLoop) run(ctx context.Context) {
-	defer l.discardReadAhead()
-	bo := newBackoff(l.a.retry)
+	defer l.ahead.discard()
+	bo := newBackoff(l.retry)
 	for ctx.Err() == nil {
 		// Take every wake-up channel before looking at the state they signal,
 		// so that no change between the look and the wait is missed.
-		roleChanged := l.a.cfg.Elector.Changed()
+		roleChanged := l.elector.Changed()
 		cursorMoved := l.watch.changed()
-		pauseChanged := l.a.pause.changed()
-		term, master := l.a.cfg.Elector.Current()
+		pauseChanged := l.pause.changed()
+		term, master := l.elector.Current()
 
 		began := time.Now()
 		l.stepStart.Store(began.UnixNano())
-		l.setPaused(false)
+		l.rec.holding(false)
 		out, err := l.step(ctx, term, master)
 		l.stepStart.Store(0)
 
@@ -162,7 +123,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			continue
 		}
 		bo.Reset()
-		l.clearErr()
+		l.rec.stepSucceeded()
 		switch out {
 		case again:
 		case idle, drained:
@@ -171,7 +132,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			// Event-driven: no timer, the etcd watch wakes the follower.
 			waitAny(ctx, nil, roleChanged, cursorMoved)
 		case paused:
-			l.setPaused(true)
+			l.rec.holding(true)
 			waitAny(ctx, l.pauseRecheck(), roleChanged, pauseChanged)
 		}
 	}
@@ -179,27 +140,33 @@ func (l *catalogLoop) run(ctx context.Context) {
 
 // step runs one step in the current role.
 func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool) (out outcome, err error) {
-	l.dropReadAheadOfAnotherRole(term, master)
-	if !master {
+	l.ahead.within(ctx)
+	if master {
+		l.ahead.keepOnlyFor(term.Token)
+	} else {
+		l.ahead.keepOnlyFor(election.Token{})
 		// A follower reads the whole log (or nothing, with a cluster-scope
 		// dialect): push-down is the master's, and a demoted master's last
 		// fetch no longer says what this member does.
-		l.a.m.pushdownDBs.WithLabelValues(l.cat.Name).Set(0)
+		l.rec.readsWholeLog()
 	}
 	defer func() {
+		l.ahead.settle()
 		// A read-ahead serves only the step right after the one that
 		// started it, draining a backlog; after a failure the batch it
 		// follows is done again.
 		if err != nil || out != again {
-			l.discardReadAhead()
+			l.ahead.discard()
 		}
 	}()
-	if !l.ownLoaded {
+	if !l.cursor.loaded {
 		if err := l.loadOwn(ctx); err != nil {
 			return 0, err
 		}
 	}
-	l.observeOperatorReset()
+	if m, known := l.watch.latest(); known {
+		l.noticeOperatorReset(m)
+	}
 	defer l.persistOwn(ctx)
 	if master {
 		return l.masterStep(ctx, term)
@@ -210,21 +177,17 @@ func (l *catalogLoop) step(ctx context.Context, term election.Term, master bool)
 // loadOwn reads this member's durable cursor, so that a restarted sidecar resumes
 // where it stopped instead of refreshing the whole catalog.
 func (l *catalogLoop) loadOwn(ctx context.Context) error {
-	c, err := l.a.cfg.Store.MemberCursor(ctx, l.a.cfg.Member, l.cat.Name)
+	c, err := l.store.MemberCursor(ctx, l.member, l.cat.Name)
 	if err != nil {
 		return fmt.Errorf("read this member's cursor from etcd: %w", err)
 	}
-	l.ownLoaded = true
 	if c.Exists && c.Value >= 0 {
-		l.own, l.ownEpoch, l.feSent = c.Value, c.Epoch, c.Value
+		l.cursor.resume(c.Value, c.Epoch)
 		l.log.Info("resuming from this member's durable cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch))
 	} else {
-		l.own = -1
-		l.refreshReason = "initial"
+		l.cursor.startUnknown()
 		l.log.Info("no durable cursor for this member: the first step full-refreshes")
 	}
-	l.setOwn(l.own)
-	l.ownDirty = false
 	return nil
 }
 
@@ -233,115 +196,45 @@ func (l *catalogLoop) loadOwn(ctx context.Context) error {
 // sidecar is stopping, so that a restart resumes from here: the store's request
 // timeout bounds it.
 func (l *catalogLoop) persistOwn(ctx context.Context) {
-	if !l.ownDirty {
+	value, epoch, unsaved := l.cursor.unsaved()
+	if !unsaved {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := l.a.cfg.Store.PutMemberCursor(ctx, l.a.cfg.Member, l.cat.Name, l.own, l.ownEpoch); err != nil {
-		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", l.own), zap.Int64("epoch", l.ownEpoch), zap.Error(err))
+	if err := l.store.PutMemberCursor(ctx, l.member, l.cat.Name, value, epoch); err != nil {
+		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", value), zap.Int64("epoch", epoch), zap.Error(err))
 		return
 	}
-	l.ownDirty = false
+	l.cursor.saved()
 }
 
-// observeOperatorReset notices an operator's `cursor reset` (the master cursor set
-// to -1): every member full-refreshes once.
-func (l *catalogLoop) observeOperatorReset() {
-	if m, known := l.watch.latest(); known {
-		l.noticeOperatorReset(m)
+// noticeOperatorReset full-refreshes once for an operator's `cursor reset` (the
+// committed cursor m set to -1), if m shows one this member has not acted on. It
+// reports whether m is such a reset.
+func (l *catalogLoop) noticeOperatorReset(m cursorstore.Cursor) bool {
+	if !m.Exists || m.Value != -1 || !l.cursor.operatorReset(m.Rev) {
+		return false
 	}
-}
-
-// noticeOperatorReset full-refreshes once for the reset m shows, if it is one.
-func (l *catalogLoop) noticeOperatorReset(m cursorstore.Cursor) {
-	if !m.Exists || m.Value != -1 || m.Rev == l.resetRev {
-		return
+	if !l.cursor.unknown() {
+		l.log.Warn("master cursor reset by an operator: full refresh", zap.Int64("cursor", l.cursor.Value()))
+		l.cursor.reset("operator")
 	}
-	l.resetRev = m.Rev
-	if l.own != -1 {
-		l.log.Warn("master cursor reset by an operator: full refresh", zap.Int64("cursor", l.own))
-		l.resetOwn("operator")
-	}
+	return true
 }
 
-// resetOwn sets own to -1 so that the next step full-refreshes.
-func (l *catalogLoop) resetOwn(reason string) {
-	l.refreshReason = reason
-	l.setOwn(-1)
-}
-
-// setOwn moves this member's cursor and the figures derived from it.
-func (l *catalogLoop) setOwn(v int64) {
-	l.own = v
-	l.ownDirty = true
-	l.a.m.cursor.WithLabelValues(l.cat.Name).Set(float64(v))
-	l.mu.Lock()
-	l.st.own = v
-	l.st.epoch = l.ownEpoch
-	l.mu.Unlock()
-	l.updateLag()
-}
-
-// setOwnIn moves this member's cursor into lineage epoch (after a full
-// refresh, or adopting an operator's value).
-func (l *catalogLoop) setOwnIn(v, epoch int64) {
-	l.ownEpoch = epoch
-	l.setOwn(v)
-}
-
-// setPaused records whether the loop holds for the pause key (see catalogState).
-func (l *catalogLoop) setPaused(p bool) {
-	l.mu.Lock()
-	was := l.st.paused
-	l.st.paused = p
-	l.mu.Unlock()
-	if p != was {
-		v := 0.0
-		if p {
-			v = 1
-		}
-		l.a.m.catalogPaused.WithLabelValues(l.cat.Name).Set(v)
-	}
-}
-
-// setHMSCurrent records the metastore's current id, as the master reads it.
-func (l *catalogLoop) setHMSCurrent(cur int64) {
-	l.a.m.hmsCurrent.WithLabelValues(l.cat.Name).Set(float64(cur))
-	l.mu.Lock()
-	l.st.hmsCurrent = cur
-	l.mu.Unlock()
+// cursorMoved passes a move of this member's cursor on to the figures derived
+// from it.
+func (l *catalogLoop) cursorMoved(v, epoch int64) {
+	l.rec.cursorMoved(v, epoch)
 	l.updateLag()
 }
 
 // updateLag derives the lag from the newest id this member knows of: the
 // metastore's current id for the master, the master cursor for followers.
 func (l *catalogLoop) updateLag() {
-	_, master := l.a.cfg.Elector.Current()
+	_, master := l.elector.Current()
 	m, _ := l.watch.latest()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.st.master = cursorValue(m)
-	if m.Exists {
-		l.st.masterEpoch = m.Epoch
-	}
-	target := l.st.master
-	if master && l.st.hmsCurrent >= 0 {
-		target = l.st.hmsCurrent
-	}
-	lag := target - l.st.own
-	if lag < 0 || target < 0 {
-		lag = 0
-	}
-	if l.st.own < 0 {
-		lag = target + 1
-	}
-	now := time.Now()
-	if lag == 0 || l.st.caughtUpAt.IsZero() {
-		l.st.caughtUpAt = now
-	}
-	l.st.lagEvents = lag
-	l.a.m.lagEvents.WithLabelValues(l.cat.Name).Set(float64(lag))
-	l.a.m.lagSeconds.WithLabelValues(l.cat.Name).Set(now.Sub(l.st.caughtUpAt).Seconds())
+	l.rec.lag(master, m)
 }
 
 // waitIdle waits until the next poll is due: the schedule's wait (pollSchedule)
@@ -355,7 +248,7 @@ func (l *catalogLoop) waitIdle(ctx context.Context, due time.Time, roleChanged, 
 	defer timer.Stop()
 	for {
 		moved := l.watch.changed()
-		if m, ok := l.watch.latest(); ok && l.haveLastSeen && m.Rev > l.lastSeen.Rev {
+		if m, ok := l.watch.latest(); ok && l.base.writtenSince(m) {
 			return
 		}
 		select {

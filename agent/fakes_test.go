@@ -354,7 +354,8 @@ func (s *memStore) fenced(tok election.Token, lastSeen cursorstore.Cursor, value
 	return s.masterLocked(), nil
 }
 
-func (s *memStore) CommitMaster(_ context.Context, _ string, tok election.Token, lastSeen cursorstore.Cursor, value int64, uuid string) (cursorstore.Cursor, error) {
+func (s *memStore) CommitMaster(_ context.Context, _ string, c cursorstore.Commit) (cursorstore.Cursor, error) {
+	tok, lastSeen, value, uuid := c.Token, c.Base, c.Value, c.Metastore
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if lastSeen.Exists && value < lastSeen.Value {
@@ -367,11 +368,11 @@ func (s *memStore) CommitMaster(_ context.Context, _ string, tok election.Token,
 	return s.fenced(tok, lastSeen, value, lastSeen.Epoch, uuid)
 }
 
-func (s *memStore) RewindMaster(_ context.Context, _ string, tok election.Token, lastSeen cursorstore.Cursor, value int64, uuid string) (cursorstore.Cursor, error) {
+func (s *memStore) RewindMaster(_ context.Context, _ string, c cursorstore.Commit) (cursorstore.Cursor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rewind++
-	return s.fenced(tok, lastSeen, value, lastSeen.Epoch+1, uuid)
+	return s.fenced(c.Token, c.Base, c.Value, c.Base.Epoch+1, c.Metastore)
 }
 
 // operatorSet is `hmssync cursor set` / `cursor reset` (-1).

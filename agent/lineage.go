@@ -19,20 +19,17 @@ import (
 // applies from a cursor of another epoch: its FE is brought into the committed
 // lineage by a full refresh first.
 
-// feAppliedUnknown is catalogState.feApplied before the FE was asked.
-const feAppliedUnknown = -2
-
 // leaveStaleLineage makes the next step full-refresh when this member's cursor
 // belongs to another epoch than committed (the committed cursor as just read).
 // It reports whether it did.
 func (l *catalogLoop) leaveStaleLineage(committed cursorstore.Cursor) bool {
-	if l.own == -1 || !committed.Exists || l.ownEpoch == committed.Epoch {
+	if l.cursor.unknown() || !committed.Exists || l.cursor.Epoch() == committed.Epoch {
 		return false
 	}
 	l.log.Warn("this member's cursor belongs to another lineage than the committed cursor (the metastore's log was reset or an operator reset or lowered the cursor meanwhile): full refresh",
-		zap.Int64("cursor", l.own), zap.Int64("epoch", l.ownEpoch),
+		zap.Int64("cursor", l.cursor.Value()), zap.Int64("epoch", l.cursor.Epoch()),
 		zap.Int64("master_cursor", committed.Value), zap.Int64("master_epoch", committed.Epoch))
-	l.resetOwn("epoch")
+	l.cursor.reset("epoch")
 	return true
 }
 
@@ -45,24 +42,25 @@ func (l *catalogLoop) startLineage(ctx context.Context, term election.Term, cur 
 	if err := l.fullRefresh(ctx, reason, cur, true); err != nil {
 		return 0, err
 	}
-	if !l.haveLastSeen {
+	if !l.base.known() {
 		// The base is unknown (a failed read): the next cycle reads it and
 		// finds the reset again.
-		l.resetOwn(reason)
+		l.cursor.reset(reason)
 		return again, nil
 	}
-	l.setOwnIn(cur, l.lastSeen.Epoch+1)
+	base := l.base.cursor()
+	l.cursor.moveInto(cur, base.Epoch+1)
 	start := time.Now()
-	c, err := l.a.cfg.Store.RewindMaster(ctx, l.cat.Name, term.Token, l.lastSeen, cur, uuid)
+	c, err := l.store.RewindMaster(ctx, l.cat.Name, cursorstore.Commit{Token: term.Token, Base: base, Value: cur, Metastore: uuid})
 	l.progressed()
-	l.a.m.commitSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
+	l.rec.commitTook(time.Since(start))
 	if err != nil {
 		// Until the new epoch is committed, this member's cursor belongs to
 		// no committed lineage: start over next cycle.
-		l.resetOwn(reason)
+		l.cursor.reset(reason)
 		return 0, l.commitFailed(cur, err)
 	}
-	l.lastSeen = c
+	l.base.committed(c)
 	l.logCommit(term, c)
 	l.updateLag()
 	return again, nil
@@ -93,14 +91,15 @@ func (l *catalogLoop) metastoreUUID(ctx context.Context) (string, error) {
 // full refresh), or by a full refresh when it reports none at all. It reports
 // whether it moved the cursor, in which case the step ends without applying.
 func (l *catalogLoop) checkFEApplied(ctx context.Context) (bool, error) {
-	rep, ok := l.a.cfg.Applier.(AppliedReporter)
-	if !ok || l.a.scope != applier.ScopeLocal || l.own < 0 {
+	rep, ok := l.applier.(AppliedReporter)
+	own := l.cursor.Value()
+	if !ok || l.scope != applier.ScopeLocal || own < 0 {
 		return false, nil
 	}
 	fe, err := rep.AppliedEventID(ctx, l.cat.Name)
 	if err != nil {
 		if applier.ClassOf(err) == applier.Auth {
-			return false, &applyError{from: l.own, to: l.own, err: fmt.Errorf("ask the FE which event it applied: %w", err)}
+			return false, &applyError{from: own, to: own, err: fmt.Errorf("ask the FE which event it applied: %w", err)}
 		}
 		// The check is a safety net: an FE that cannot answer it is not a
 		// reason to hold the batch (which fails by itself if the FE is
@@ -109,24 +108,22 @@ func (l *catalogLoop) checkFEApplied(ctx context.Context) (bool, error) {
 		l.log.Warn("could not ask the FE which event it applied; applying without that check", zap.Error(err))
 		return false, nil
 	}
-	l.mu.Lock()
-	l.st.feApplied = fe
-	l.mu.Unlock()
+	l.rec.feReported(fe)
 	// What this member itself applied to the FE, not its cursor: an
 	// operator's raise moves the cursor past events the FE never got, and
 	// the FE's id catches up with the next batch.
-	if fe >= l.feSent || l.feSent < 0 {
+	sent := l.cursor.lastSent()
+	if fe >= sent || sent < 0 {
 		return false, nil
 	}
 	if fe < 0 {
 		l.log.Warn("the FE reports no applied event although this member's cursor is ahead: it restarted empty or was restored; full refresh",
-			zap.Int64("cursor", l.own), zap.Int64("fe_applied", fe), zap.Int64("applied_by_this_member", l.feSent))
-		l.resetOwn("fe_behind")
+			zap.Int64("cursor", own), zap.Int64("fe_applied", fe), zap.Int64("applied_by_this_member", sent))
+		l.cursor.reset("fe_behind")
 		return true, nil
 	}
 	l.log.Warn("the FE reports an applied event below this member's cursor (restored from an older state?): replaying from the FE's id",
-		zap.Int64("cursor", l.own), zap.Int64("fe_applied", fe), zap.Int64("applied_by_this_member", l.feSent))
-	l.feSent = fe
-	l.setOwn(fe)
+		zap.Int64("cursor", own), zap.Int64("fe_applied", fe), zap.Int64("applied_by_this_member", sent))
+	l.cursor.replayFrom(fe)
 	return true, nil
 }

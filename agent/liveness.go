@@ -16,13 +16,3 @@ func (l *catalogLoop) progressed() {
 		l.stepStart.CompareAndSwap(s, max(s, time.Now().UnixNano()))
 	}
 }
-
-// progressedFE records an FE request of catalog's current step (the applier
-// reports each doris statement and native batch).
-func (a *Agent) progressedFE(catalog string) {
-	for _, l := range a.loops {
-		if l.cat.Name == catalog {
-			l.progressed()
-		}
-	}
-}

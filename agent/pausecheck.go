@@ -6,12 +6,6 @@ import (
 	"time"
 )
 
-// pauseReader reads the pause key from etcd; *cursorstore.Store is one. It is
-// not part of CursorStore because only the pause check's fallback needs it.
-type pauseReader interface {
-	Paused(ctx context.Context) (bool, error)
-}
-
 // pauseKeyPresent decides whether the master holds for the pause key before a
 // cycle. The watch's cached value is trusted only while the watch is fresh and
 // has delivered a value: a watch that has not started, has not delivered the
@@ -19,15 +13,11 @@ type pauseReader interface {
 // cycle run then would advance during maintenance. Otherwise etcd is read; if
 // it cannot be read the cycle does not run (a transient failure).
 func (l *catalogLoop) pauseKeyPresent(ctx context.Context) (bool, error) {
-	why := l.a.pause.notFresh()
+	why := l.pause.notFresh()
 	if why == nil {
-		return l.a.pause.isPaused(), nil
+		return l.pause.isPaused(), nil
 	}
-	pr, ok := l.a.cfg.Store.(pauseReader)
-	if !ok {
-		return false, fmt.Errorf("pause key state unknown (%v) and the cursor store cannot read it: not running a cycle", why)
-	}
-	p, err := pr.Paused(ctx)
+	p, err := l.store.Paused(ctx)
 	if err != nil {
 		return false, fmt.Errorf("read the pause key from etcd (its watch is not to be trusted: %v): %w", why, err)
 	}
@@ -39,7 +29,7 @@ func (l *catalogLoop) pauseKeyPresent(ctx context.Context) (bool, error) {
 // removal, so the key is read again every poll interval. Nil (wait for the
 // watch alone) while it is fresh.
 func (l *catalogLoop) pauseRecheck() *time.Timer {
-	if l.a.pause.notFresh() == nil {
+	if l.pause.notFresh() == nil {
 		return nil
 	}
 	return time.NewTimer(l.cat.PollInterval)

@@ -24,19 +24,35 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read the metastore's current event id: %w", err)
 	}
-	l.setHMSCurrent(cur)
+	l.rec.metastoreCurrent(cur)
+	l.updateLag()
 	return cur, nil
 }
 
-// fetch reads up to max events after the id after. With serverSkip the skip
-// list goes to the metastore, which then counts only kept events towards max,
-// and so, when the include patterns name the catalog's databases (l.pushDBs),
-// does the database filter (push-down: the ids read are then bounded by the
-// current id, not by max). Without serverSkip the metastore returns every
-// event and the skipped ones are dropped here, so that max bounds the ids read
-// (a follower must not read past the master cursor). Since l.pushDBs is fixed
-// for the loop, serverSkip is all a read-ahead's key needs to say about this.
-func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSkip bool) (hms.Fetch, error) {
+// fetch reads the fetch k from the metastore: a master's with the skip list
+// (and push-down), a follower's without and cut at its bound (fetchEvents).
+func (l *catalogLoop) fetch(ctx context.Context, k fetchKey) (hms.Fetch, error) {
+	f, err := l.fetchEvents(ctx, k.after, k.max, k.master())
+	if err != nil || f.Continuity != hms.Contiguous || k.bound == noBound {
+		return f, err
+	}
+	// What the step moves its cursor to is bounded by the last id read: not
+	// past the events dropped here.
+	f.Events = belowBound(f.Events, k.bound)
+	f.Last = min(f.Last, k.bound)
+	return f, nil
+}
+
+// fetchEvents reads up to max events after the id after. With serverSkip the
+// skip list goes to the metastore, which then counts only kept events towards
+// max, and so, when the include patterns name the catalog's databases
+// (l.pushDBs), does the database filter (push-down: the ids read are then
+// bounded by the current id, not by max). Without serverSkip the metastore
+// returns every event and the skipped ones are dropped here, so that max bounds
+// the ids read (a follower must not read past the master cursor). Since
+// l.pushDBs is fixed for the loop, the role is all a read-ahead's key needs to
+// say about this.
+func (l *catalogLoop) fetchEvents(ctx context.Context, after int64, max int, serverSkip bool) (hms.Fetch, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.callTimeout())
 	defer cancel()
 	skip := l.cat.SkipEventTypes
@@ -52,17 +68,9 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 		f, err = l.cat.Source.NextEvents(ctx, after, max, skip)
 	}
 	l.progressed()
-	l.a.m.fetchSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
+	l.rec.fetched(f, time.Since(start), err)
 	if err != nil {
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
-	}
-	l.a.m.pushdownDBs.WithLabelValues(l.cat.Name).Set(float64(f.Databases))
-	var received typeCounts
-	for _, ev := range f.Events {
-		received.add(eventTypeLabel(ev.Type), 1)
-	}
-	for _, c := range received {
-		l.a.m.eventsReceived.WithLabelValues(l.cat.Name, c.typ).Add(float64(c.n))
 	}
 	if !serverSkip && len(l.cat.SkipEventTypes) > 0 {
 		kept := f.Events[:0]
@@ -78,16 +86,16 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 	return f, nil
 }
 
-// applyEvents decodes and filters evs and applies them as one batch (l.own, to].
+// applyEvents decodes and filters evs and applies them as one batch (own, to].
 // An empty evs still sends an empty batch, so that an FE speaking the native
-// protocol learns that its cursor moved past skipped events. apply=false only
-// records the events as covered (never used for local scope).
-func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64, apply bool) error {
+// protocol learns that its cursor moved past skipped events.
+func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64) error {
 	var d decoded
 	if err := l.decode(evs, &d, false); err != nil {
+		l.countPoison(err)
 		return err
 	}
-	return l.applyDecoded(ctx, &d, to, apply)
+	return l.applyDecoded(ctx, &d, to)
 }
 
 // decoded is what events decoded to, ready to be applied as one batch. It holds
@@ -120,26 +128,20 @@ func (c *typeCounts) add(typ string, n int) {
 	*c = append(*c, typeCount{typ, n})
 }
 
-// decode decodes and filters evs into d, on one goroutine while another fetch
-// is in flight (decodeWorkers). An event that cannot be decoded is a
-// *poisonError (the first one in the log's order, if there are several).
-func (l *catalogLoop) decode(evs []hms.Event, d *decoded, inFlight bool) error {
-	err := l.decodeUncounted(evs, d, inFlight)
-	l.countPoison(err)
-	return err
-}
-
-// countPoison counts the event a decode error (a *poisonError) names.
+// countPoison counts the event a decode error (a *poisonError) names. A decode
+// is counted when the step meets its error, not when a read-ahead that may be
+// discarded does.
 func (l *catalogLoop) countPoison(err error) {
 	if p, ok := err.(*poisonError); ok {
-		l.a.m.eventsFailed.WithLabelValues(l.cat.Name, eventTypeLabel(p.eventType)).Inc()
+		l.rec.poisoned(p.eventType)
 	}
 }
 
-// decodeUncounted is decode without counting a failure: a read-ahead's decode
-// error is counted when the step meets it, not when a read-ahead that may be
-// discarded does.
-func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded, inFlight bool) error {
+// decode decodes and filters evs into d, on one goroutine while another fetch
+// is in flight (decodeWorkers). An event that cannot be decoded is a
+// *poisonError (the first one in the log's order, if there are several), not
+// counted yet (countPoison).
+func (l *catalogLoop) decode(evs []hms.Event, d *decoded, inFlight bool) error {
 	start := time.Now()
 	descs, bad, err := decodeAll(l.cat.Decoder, evs, l.decodeWorkers(inFlight))
 	if err != nil {
@@ -163,7 +165,7 @@ func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded, inFlight bool
 			d.skipped.add(eventTypeLabel(ev.Type), 1)
 		}
 	}
-	l.a.m.decodeSeconds.WithLabelValues(l.cat.Name).Observe(time.Since(start).Seconds())
+	l.rec.decodedIn(time.Since(start))
 	return nil
 }
 
@@ -174,8 +176,7 @@ func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded, inFlight bool
 // 21 to 40 ms per 1,000 events). More goroutines there only take cores from
 // what the sidecar shares its host with (the FE beside it; in the benchmarks
 // the metastore and the other sidecars too): against Hive 4.0.1 they made the
-// drains slower, and in process they cost CPU (BENCHMARKS.md, the eighth
-// session). With nothing in flight (a burst of events in the steady state, the
+// drains slower, and in process they cost CPU (BENCHMARKS.md). With nothing in flight (a burst of events in the steady state, the
 // end of a drain), every core (maxDecoders): the decode is then all the member
 // waits for.
 func (l *catalogLoop) decodeWorkers(inFlight bool) int {
@@ -223,43 +224,29 @@ func decodeAll(dec EventDecoder, evs []hms.Event, workers int) ([][]change.Descr
 	return descs, -1, nil
 }
 
-// applyDecoded applies d as the batch (l.own, to] (when apply) and counts its
-// events.
-func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64, apply bool) error {
-	if apply {
-		b := change.Batch{Catalog: l.cat.Name, From: l.own, To: to, Changes: d.changes}
-		if err := l.applyBatch(ctx, b); err != nil {
-			return err
-		}
+// applyDecoded applies d as the batch (own, to] and counts its events.
+func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64) error {
+	b := change.Batch{Catalog: l.cat.Name, From: l.cursor.Value(), To: to, Changes: d.changes}
+	if err := l.applyBatch(ctx, b); err != nil {
+		return err
 	}
-	for _, c := range d.applied {
-		l.a.m.eventsApplied.WithLabelValues(l.cat.Name, c.typ).Add(float64(c.n))
-	}
-	for _, c := range d.skipped {
-		l.a.m.eventsSkipped.WithLabelValues(l.cat.Name, c.typ).Add(float64(c.n))
-	}
+	l.rec.eventsCovered(d)
 	return nil
 }
 
 // fullRefresh reloads the whole catalog on the FE (when apply) as of event id to.
 func (l *catalogLoop) fullRefresh(ctx context.Context, reason string, to int64, apply bool) error {
-	if reason == "" {
-		reason = "initial"
-	}
 	if apply {
-		b := change.Batch{Catalog: l.cat.Name, From: l.own, To: to, FullRefresh: true}
+		b := change.Batch{Catalog: l.cat.Name, From: l.cursor.Value(), To: to, FullRefresh: true}
 		if err := l.applyBatch(ctx, b); err != nil {
 			return err
 		}
 		// Counted only when this member refreshed its FE: a follower of a
 		// cluster-scope dialect merely adopts the master's cursor.
-		l.a.m.fullRefreshes.WithLabelValues(l.cat.Name, reason).Inc()
-		l.mu.Lock()
-		l.st.fullRefreshes++
-		l.mu.Unlock()
+		l.rec.fullRefreshed(reason)
 	}
 	l.log.Info("full refresh", zap.String("reason", reason), zap.Int64("cursor", to), zap.Bool("applied", apply))
-	l.refreshReason = ""
+	l.cursor.refreshed()
 	return nil
 }
 
@@ -272,33 +259,27 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 		kind = "full_refresh"
 	}
 	start := time.Now()
-	err := l.a.cfg.Applier.Apply(applier.WithObserver(ctx, l.a.observeFERequest), b)
+	err := l.applier.Apply(applier.WithObserver(ctx, l.observeFERequest), b)
 	l.progressed()
-	l.a.m.applySeconds.WithLabelValues(l.cat.Name, kind).Observe(time.Since(start).Seconds())
+	l.rec.applyTook(kind, time.Since(start))
 	if err != nil {
 		return &applyError{from: b.From, to: b.To, full: b.FullRefresh, err: err}
 	}
-	l.feSent = b.To
-	l.mu.Lock()
-	if _, ok := l.a.cfg.Applier.(AppliedReporter); ok {
-		l.st.feApplied = b.To // the FE acknowledged the batch up to b.To
-	}
-	l.st.lastAppliedAt = time.Now()
-	l.st.authFailing = false
-	l.st.configFailing = false
-	l.mu.Unlock()
+	l.cursor.sentTo(b.To)
+	_, reports := l.applier.(AppliedReporter)
+	l.rec.applied(b.To, reports) // the FE acknowledged the batch up to b.To
 	return nil
 }
 
-// observeFERequest counts one request the applier sent to the FE (a doris
-// statement, a native batch) by its outcome.
-func (a *Agent) observeFERequest(catalog string, err error) {
-	a.progressedFE(catalog)
+// observeFERequest counts one request the applier sent to the FE for this
+// catalog (a doris statement, a native batch) by its outcome.
+func (l *catalogLoop) observeFERequest(_ string, err error) {
+	l.progressed()
 	result := "ok"
 	if err != nil {
 		result = classLabel(err)
 	}
-	a.m.feStatements.WithLabelValues(catalog, result).Inc()
+	l.rec.feRequest(result)
 }
 
 func (l *catalogLoop) callTimeout() time.Duration {

@@ -12,7 +12,14 @@ import (
 // The driver depends on its collaborators through these small interfaces, declared
 // here by the consumer, so that each one names exactly what the driver uses. The
 // production implementations are *hms.Client, hms.Decoder, applier.Applier,
-// *election.Elector and *cursorstore.Store.
+// *election.Elector, *cursorstore.Store and *cursorstore.StatusPublisher.
+//
+// Required: EventSource, EventDecoder, Elector, CursorStore (and Config's
+// applier.Applier). Optional, found by a type assertion on the required value
+// and each saying below what the driver does without it: DatabaseEventSource and
+// MetastoreIdentifier (on the EventSource), AppliedReporter (on the Applier),
+// WatchRestartCounter (on the CursorStore), StatusPublisher (Config.Status) and
+// StatusWriteObserver (on the StatusPublisher).
 
 // EventSource reads one metastore's notification log.
 type EventSource interface {
@@ -21,27 +28,29 @@ type EventSource interface {
 }
 
 // DatabaseEventSource is implemented by event sources that can read the events
-// of a few databases only (Hive 4's get_next_notification filters): the master
-// of a catalog whose include patterns name its databases literally reads
-// through it (pushdownDatabases). The answer may still hold events of other
-// databases; the catalog's filter drops them.
+// of a few databases only (Hive 4's get_next_notification filters; *hms.Client):
+// the master of a catalog whose include patterns name its databases literally
+// reads through it (pushdownDatabases). The answer may still hold events of
+// other databases; the catalog's filter drops them. Without it the master reads
+// the whole log.
 type DatabaseEventSource interface {
 	NextEventsOfDatabases(ctx context.Context, after int64, max int, skipTypes, dbs []string) (hms.Fetch, error)
 }
 
 // MetastoreIdentifier is implemented by event sources that can name the
-// metastore database they read (Hive 3.0+: get_metastore_db_uuid). ok is false
-// when the metastore offers no identity; the lineage is then told by event ids
-// alone (SPEC §2a).
+// metastore database they read (Hive 3.0+: get_metastore_db_uuid; *hms.Client).
+// ok is false when the metastore offers no identity. Without it, or without an
+// identity, the lineage is told by event ids alone (SPEC §2a).
 type MetastoreIdentifier interface {
 	MetastoreUUID(ctx context.Context) (uuid string, ok bool, err error)
 }
 
 // AppliedReporter is implemented by appliers whose FE can say which event it
-// last applied for a catalog (the native protocol's state endpoint; -1: none
-// since it started). A member of a local-scope dialect compares it with its own
-// cursor: an FE that restarted empty or was restored from an older state is
-// brought back rather than sent the next batch as if nothing happened.
+// last applied for a catalog (the native protocol's state endpoint, the native
+// applier; -1: none since it started). A member of a local-scope dialect
+// compares it with its own cursor: an FE that restarted empty or was restored
+// from an older state is brought back rather than sent the next batch as if
+// nothing happened. Without it the member trusts its own cursor.
 type AppliedReporter interface {
 	AppliedEventID(ctx context.Context, catalog string) (int64, error)
 }
@@ -61,34 +70,56 @@ type Elector interface {
 	StepDown(reason string)
 }
 
-// CursorStore is the etcd side of the cursors and the pause key.
+// CursorStore is the etcd side of the cursors and the pause key. Optional on top:
+// WatchRestartCounter.
 type CursorStore interface {
 	MasterCursor(ctx context.Context, catalog string) (cursorstore.Cursor, error)
-	// CommitMaster continues the committed lineage (lastSeen's epoch).
-	CommitMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64, metastore string) (cursorstore.Cursor, error)
+	// CommitMaster continues the committed lineage (the base's epoch).
+	CommitMaster(ctx context.Context, catalog string, c cursorstore.Commit) (cursorstore.Cursor, error)
 	// RewindMaster is the fenced commit of a new lineage (epoch + 1), which may
 	// lower the cursor: only for a metastore whose notification log was reset
 	// or whose identity changed.
-	RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen cursorstore.Cursor, value int64, metastore string) (cursorstore.Cursor, error)
+	RewindMaster(ctx context.Context, catalog string, c cursorstore.Commit) (cursorstore.Cursor, error)
 	WatchMaster(ctx context.Context, catalog string) cursorstore.Watch[cursorstore.Cursor]
 	MemberCursor(ctx context.Context, member, catalog string) (cursorstore.Cursor, error)
 	PutMemberCursor(ctx context.Context, member, catalog string, value, epoch int64) error
 	WatchPause(ctx context.Context) cursorstore.Watch[bool]
+	// Paused reads the pause key from etcd: the master's check before a
+	// cycle when the pause watch cannot be trusted (pauseKeyPresent).
+	Paused(ctx context.Context) (bool, error)
+}
+
+// WatchRestartCounter is implemented by cursor stores that re-establish their
+// own watches (*cursorstore.Store) and count it: the agent exports the count as
+// hmssync_watch_restarts_total. Without it that metric is absent.
+type WatchRestartCounter interface {
+	WatchRestarts() int64
 }
 
 // StatusPublisher keeps the member's status key in etcd current (`hmssync status`
-// reads it). Optional.
+// reads it; *cursorstore.StatusPublisher). Optional (Config.Status): without it
+// the member publishes no status key, and /status still serves its own view.
 type StatusPublisher interface {
 	Update(cursorstore.MemberStatus)
 	Run(ctx context.Context) error
+}
+
+// StatusWriteObserver is implemented by status publishers that report each
+// write of the status key (*cursorstore.StatusPublisher): the agent counts them
+// in hmssync_status_publishes_total. Without it the counter stays at zero.
+type StatusWriteObserver interface {
+	ObserveWrites(func(error))
 }
 
 // Compile-time checks that the production types fit.
 var (
 	_ EventSource         = (*hms.Client)(nil)
 	_ DatabaseEventSource = (*hms.Client)(nil)
+	_ MetastoreIdentifier = (*hms.Client)(nil)
 	_ EventDecoder        = hms.Decoder{}
 	_ Elector             = (*election.Elector)(nil)
 	_ CursorStore         = (*cursorstore.Store)(nil)
+	_ WatchRestartCounter = (*cursorstore.Store)(nil)
 	_ StatusPublisher     = (*cursorstore.StatusPublisher)(nil)
+	_ StatusWriteObserver = (*cursorstore.StatusPublisher)(nil)
 )

@@ -202,7 +202,7 @@ func TestReadAheadPoisonIsMetInOrder(t *testing.T) {
 	if out, err := r.step(); err != nil || out != again {
 		t.Fatalf("first step: %v, %v; want again", out, err)
 	}
-	if r.l.ahead == nil {
+	if !r.l.ahead.inFlight() {
 		t.Fatal("no read-ahead after a batch with more events behind it")
 	}
 	r.showCommitted()
@@ -247,7 +247,7 @@ func TestReadAheadDiscardedWhenTheApplyFails(t *testing.T) {
 		if err == nil && out != again {
 			break
 		}
-		if err != nil && r.l.ahead != nil {
+		if err != nil && r.l.ahead.inFlight() {
 			t.Fatalf("step failed (%v) and its read-ahead is still held", err)
 		}
 	}
@@ -280,12 +280,12 @@ func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
 	if out, err := r.step(); err != nil || out != again {
 		t.Fatalf("master step: %v, %v; want again", out, err)
 	}
-	if r.l.ahead == nil || !r.l.ahead.key.master {
+	if !r.l.ahead.inFlight() || !r.l.ahead.ahead.key.master() {
 		t.Fatal("no master read-ahead after a batch with more events behind it")
 	}
 	r.el.StepDown("test")
 	r.run(5) // the follower waits: the master cursor is its own, gathered
-	if r.l.ahead != nil {
+	if r.l.ahead.inFlight() {
 		t.Fatal("the master's read-ahead is still held by the follower")
 	}
 	store.commitAs(gathered+15, 0) // another master moved on
@@ -310,8 +310,8 @@ func TestReadAheadDiscardedOnNewTerm(t *testing.T) {
 	r := newRig(t, log, store, rigOpts{batch: 10})
 	r.becomeMaster()
 	r.showCommitted()
-	if _, err := r.step(); err != nil || r.l.ahead == nil {
-		t.Fatalf("master step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	if _, err := r.step(); err != nil || !r.l.ahead.inFlight() {
+		t.Fatalf("master step: %v, read-ahead %v; want one started", err, r.l.ahead.inFlight())
 	}
 	r.becomeMaster() // lost and won again: a new token
 	r.run(10)
@@ -336,8 +336,8 @@ func TestMasterReadAheadDiscardedOnEpochChange(t *testing.T) {
 	r := newRig(t, log, store, rigOpts{batch: 10})
 	r.becomeMaster()
 	r.showCommitted()
-	if _, err := r.step(); err != nil || r.l.ahead == nil {
-		t.Fatalf("master step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	if _, err := r.step(); err != nil || !r.l.ahead.inFlight() {
+		t.Fatalf("master step: %v, read-ahead %v; want one started", err, r.l.ahead.inFlight())
 	}
 	store.operatorSet(5)
 	r.run(10)
@@ -361,8 +361,8 @@ func TestFollowerReadAheadDiscardedOnEpochChange(t *testing.T) {
 	seedMember(store, "f", 0, 0)
 	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
 	r.showCommitted()
-	if _, err := r.step(); err != nil || r.l.ahead == nil {
-		t.Fatalf("follower step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	if _, err := r.step(); err != nil || !r.l.ahead.inFlight() {
+		t.Fatalf("follower step: %v, read-ahead %v; want one started", err, r.l.ahead.inFlight())
 	}
 	log.reset(25, "")
 	store.commitAs(25, 1)
@@ -373,7 +373,7 @@ func TestFollowerReadAheadDiscardedOnEpochChange(t *testing.T) {
 	if got, at := r.fe.eventsSinceRefresh(); len(got) != 0 || at != 25 {
 		t.Fatalf("after the refresh as of %d the FE received %v; want a refresh as of 25 and nothing of the old log", at, got)
 	}
-	if r.l.ahead != nil {
+	if r.l.ahead.inFlight() {
 		t.Fatal("a read-ahead is still held")
 	}
 }
@@ -396,13 +396,13 @@ func TestFollowerReadAheadNeverMovesPastWhatItKept(t *testing.T) {
 	// Reads 1 to gathered in four fetches, and ahead 9 events after them:
 	// the two before the hole and 7 after it, of which the last 4 are above
 	// the master cursor.
-	if _, err := r.step(); err != nil || r.l.ahead == nil {
-		t.Fatalf("follower step: %v, read-ahead %v; want one started", err, r.l.ahead)
+	if _, err := r.step(); err != nil || !r.l.ahead.inFlight() {
+		t.Fatalf("follower step: %v, read-ahead %v; want one started", err, r.l.ahead.inFlight())
 	}
 	store.commitAs(gathered+30, 0) // the master moves on before the next step
 	r.run(10)
-	if r.l.own != gathered+30 || r.fe.refreshes() != 0 {
-		t.Fatalf("follower at %d after %d full refreshes; want %d without one", r.l.own, r.fe.refreshes(), gathered+30)
+	if r.l.cursor.Value() != gathered+30 || r.fe.refreshes() != 0 {
+		t.Fatalf("follower at %d after %d full refreshes; want %d without one", r.l.cursor.Value(), r.fe.refreshes(), gathered+30)
 	}
 	checkInOrder(t, changeBatches(r.fe))
 	r.checkFEHoldsLog(0, nil)
@@ -566,12 +566,12 @@ func TestFollowerGatheringStopsAtAGap(t *testing.T) {
 	if _, err := r.step(); err != nil {
 		t.Fatalf("first follower step: %v", err)
 	}
-	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}}; !slices.Equal(got, want) || r.l.own != 10 || r.fe.refreshes() != 0 {
-		t.Fatalf("after the first step: FE batches %v, cursor %d, %d full refreshes; want %v, 10, none", got, r.l.own, r.fe.refreshes(), want)
+	if got, want := changeBatches(r.fe), [][2]int64{{0, 10}}; !slices.Equal(got, want) || r.l.cursor.Value() != 10 || r.fe.refreshes() != 0 {
+		t.Fatalf("after the first step: FE batches %v, cursor %d, %d full refreshes; want %v, 10, none", got, r.l.cursor.Value(), r.fe.refreshes(), want)
 	}
 	r.run(10)
-	if r.l.own != 3*gathered || r.fe.refreshes() != 1 {
-		t.Fatalf("follower at %d after %d full refreshes; want %d after one", r.l.own, r.fe.refreshes(), 3*gathered)
+	if r.l.cursor.Value() != 3*gathered || r.fe.refreshes() != 1 {
+		t.Fatalf("follower at %d after %d full refreshes; want %d after one", r.l.cursor.Value(), r.fe.refreshes(), 3*gathered)
 	}
 	if got := changeBatches(r.fe); len(got) != 1 {
 		t.Fatalf("FE batches %v; want only (0, 10] as changes, the rest by the refresh", got)
@@ -604,8 +604,8 @@ func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
 			}}
 			r := newDrainRig(t, log, member, 3*gathered, rigOpts{batch: 10, decoder: dec})
 			r.run(10)
-			if r.l.own != 3*gathered {
-				t.Fatalf("cursor %d; want %d", r.l.own, 3*gathered)
+			if r.l.cursor.Value() != 3*gathered {
+				t.Fatalf("cursor %d; want %d", r.l.cursor.Value(), 3*gathered)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -650,8 +650,8 @@ func TestChainedFetchWaitsForTheBatchToBeDecoded(t *testing.T) {
 			}}
 			r := newDrainRig(t, log, member, 3*gathered, rigOpts{batch: 10, decoder: dec})
 			r.run(10)
-			if r.l.own != 3*gathered {
-				t.Fatalf("cursor %d; want %d", r.l.own, 3*gathered)
+			if r.l.cursor.Value() != 3*gathered {
+				t.Fatalf("cursor %d; want %d", r.l.cursor.Value(), 3*gathered)
 			}
 			if n := fetchesAfter(log, gathered+10, false); n != 1 {
 				t.Fatalf("%d fetches after %d; want 1", n, gathered+10)
@@ -745,8 +745,8 @@ func TestDecodeOnOneGoroutineWhileAFetchIsInFlight(t *testing.T) {
 			r := newDrainRig(t, log, member, batch*fetches, rigOpts{batch: batch, decoder: dec})
 			r.l.maxDecoders = 2
 			r.run(10)
-			if r.l.own != batch*fetches {
-				t.Fatalf("cursor %d; want %d", r.l.own, batch*fetches)
+			if r.l.cursor.Value() != batch*fetches {
+				t.Fatalf("cursor %d; want %d", r.l.cursor.Value(), batch*fetches)
 			}
 			want := make([]bool, fetches)
 			want[fetches-1] = true

@@ -100,51 +100,26 @@ func classLabel(err error) string {
 // jitter; authentication and configuration failures retry slowly and loudly and
 // never reset (a full refresh would get the same answer).
 func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
-	switch classify(err) {
-	case classRoleLost:
+	class := classify(err)
+	if class == classRoleLost {
 		l.log.Info("master role ended during a step; continuing as follower", zap.Error(err))
 		// The elector ends the term asynchronously; the wait returns as soon
 		// as the role changes, and keeps a refused commit from spinning.
 		return 100 * time.Millisecond
+	}
+	l.rec.failed(err, class)
+	switch class {
 	case classDeterministic:
-		l.recordErr(err, classDeterministic)
-		fields := []zap.Field{zap.Error(err), zap.Int64("cursor", l.own)}
-		reason := "apply"
-		var pe *poisonError
-		if errors.As(err, &pe) {
-			reason = "decode"
-			fields = append(fields, zap.Int64("event_id", pe.eventID), zap.String("event_type", pe.eventType))
-		}
-		var ae *applyError
-		if errors.As(err, &ae) {
-			fields = append(fields, zap.Int64("from_event_id", ae.from), zap.Int64("to_event_id", ae.to))
-			if ae.full {
-				// A full refresh that fails deterministically cannot heal
-				// itself by another full refresh at once: back off.
-				l.log.Error("FE rejected the full refresh; retrying with backoff", fields...)
-				l.a.m.retries.WithLabelValues(l.cat.Name, "deterministic").Inc()
-				return bo.Next()
-			}
-		}
-		l.a.m.selfHeals.WithLabelValues(l.cat.Name, reason).Inc()
-		l.mu.Lock()
-		l.st.selfHeal++
-		l.mu.Unlock()
-		l.log.Error("deterministic failure: self-healing with a full refresh (cursor -1)", fields...)
-		l.resetOwn("self_heal")
-		return 0
+		return l.selfHeal(err, bo)
 	case classAuth:
-		l.recordErr(err, classAuth)
-		l.a.m.feAuthFailures.Inc()
-		l.a.m.retries.WithLabelValues(l.cat.Name, "auth").Inc()
-		wait := jitter(l.a.retry.AuthInterval)
+		l.rec.retried("auth")
+		wait := jitter(l.retry.AuthInterval)
 		l.log.Error("FE refused hmssync's credentials: fix fe.user / the FE password (fe.password_file or HMSSYNC_FE_PASSWORD) or the user's privileges; the cursor is kept",
 			zap.Error(err), zap.Duration("retry_in", wait))
 		return wait
 	case classConfig:
-		l.recordErr(err, classConfig)
-		l.a.m.retries.WithLabelValues(l.cat.Name, "configuration").Inc()
-		wait := jitter(l.a.retry.AuthInterval)
+		l.rec.retried("configuration")
+		wait := jitter(l.retry.AuthInterval)
 		l.log.Error("FE configuration error: the FE answered, but not as the configured FE and catalog should (see the error for its answer; check fe.url, fe.dialect and catalogs[].name); the cursor is kept",
 			zap.Error(err), zap.Duration("retry_in", wait))
 		return wait
@@ -152,50 +127,41 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 		// Kerberos or SASL set up wrongly, here or on the metastore: only a
 		// fix helps (a new keytab, a metastore setting), so retry slowly and
 		// fail /readyz until a step succeeds; the cursor is kept.
-		l.recordErr(err, classHMSConfig)
-		l.a.m.retries.WithLabelValues(l.cat.Name, "hms_config").Inc()
-		wait := jitter(l.a.retry.AuthInterval)
+		l.rec.retried("hms_config")
+		wait := jitter(l.retry.AuthInterval)
 		l.log.Error("metastore connection misconfigured; fix what the error names; the cursor is kept",
 			zap.Error(err), zap.Duration("retry_in", wait))
 		return wait
 	default:
-		l.recordErr(err, classTransient)
-		l.a.m.retries.WithLabelValues(l.cat.Name, "transient").Inc()
+		l.rec.retried("transient")
 		wait := bo.Next()
-		l.log.Warn("transient failure; retrying in place", zap.Error(err), zap.Int64("cursor", l.own), zap.Duration("retry_in", wait))
+		l.log.Warn("transient failure; retrying in place", zap.Error(err), zap.Int64("cursor", l.cursor.Value()), zap.Duration("retry_in", wait))
 		return wait
 	}
 }
 
-// maxStatusError bounds the last error kept for /status and the member status.
-const maxStatusError = 2 << 10
-
-func (l *catalogLoop) recordErr(err error, class failureClass) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	// Bounded: the text may carry what the metastore or the FE sent (an
-	// exception's message), and it is published in the member's etcd status,
-	// whose value etcd caps.
-	l.st.lastErr = shorten(err.Error(), maxStatusError)
-	l.st.lastErrAt = time.Now()
-	l.st.failing = true
-	switch class {
-	case classAuth:
-		l.st.authFailing = true
-	case classConfig:
-		l.st.configFailing = true
-	case classHMSConfig:
-		l.st.hmsConfigFailing = true
+// selfHeal handles a deterministic failure: the cursor becomes -1, so the next
+// step full-refreshes and continues after the poison. A full refresh that
+// itself failed deterministically cannot heal by another at once: it backs off.
+func (l *catalogLoop) selfHeal(err error, bo *retry.Delay) time.Duration {
+	fields := []zap.Field{zap.Error(err), zap.Int64("cursor", l.cursor.Value())}
+	reason := "apply"
+	var pe *poisonError
+	if errors.As(err, &pe) {
+		reason = "decode"
+		fields = append(fields, zap.Int64("event_id", pe.eventID), zap.String("event_type", pe.eventType))
 	}
-}
-
-// clearErr marks the loop as no longer failing after a successful step; the last
-// error stays in /status for the operator. The auth and configuration flags are
-// cleared only by a successful apply (applyBatch), since a step that applied nothing proves nothing
-// about the credentials.
-func (l *catalogLoop) clearErr() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.st.failing = false
-	l.st.hmsConfigFailing = false // the step reached the metastore
+	var ae *applyError
+	if errors.As(err, &ae) {
+		fields = append(fields, zap.Int64("from_event_id", ae.from), zap.Int64("to_event_id", ae.to))
+		if ae.full {
+			l.log.Error("FE rejected the full refresh; retrying with backoff", fields...)
+			l.rec.retried("deterministic")
+			return bo.Next()
+		}
+	}
+	l.rec.selfHealed(reason)
+	l.log.Error("deterministic failure: self-healing with a full refresh (cursor -1)", fields...)
+	l.cursor.reset("self_heal")
+	return 0
 }

@@ -93,9 +93,7 @@ func (a *Agent) Status() Status {
 		s.FE.CheckedAt = &at
 	}
 	for _, l := range a.loops {
-		l.mu.Lock()
-		st := l.st
-		l.mu.Unlock()
+		st := l.rec.snapshot()
 		cs := CatalogStatus{
 			Name: l.cat.Name, Cursor: st.own, MasterCursor: st.master, HMSCurrent: st.hmsCurrent,
 			LagEvents: st.lagEvents, FullRefreshes: st.fullRefreshes, SelfHeals: st.selfHeal,
@@ -143,9 +141,8 @@ func (a *Agent) notReady() []string {
 		why = append(why, err.Error())
 	}
 	for _, l := range a.loops {
-		l.mu.Lock()
-		own, auth, config, hmsConfig, lastErr := l.st.own, l.st.authFailing, l.st.configFailing, l.st.hmsConfigFailing, l.st.lastErr
-		l.mu.Unlock()
+		st := l.rec.snapshot()
+		own, auth, config, hmsConfig, lastErr := st.own, st.authFailing, st.configFailing, st.hmsConfigFailing, st.lastErr
 		if own < 0 {
 			why = append(why, fmt.Sprintf("catalog %s: cursor unknown", l.cat.Name))
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go.uber.org/zap"
 	"os"
 	"regexp"
 	"testing"
@@ -20,8 +21,9 @@ import (
 // catalog loop per FE: the pieces of a sync step, all speaking their real wire
 // protocols.
 type stepRig struct {
-	hms   *hmstest.Server
-	loops []*catalogLoop
+	hms    *hmstest.Server
+	loops  []*catalogLoop
+	agents []*Agent // loops[i]'s
 }
 
 func newStepRig(tb testing.TB) *stepRig {
@@ -40,10 +42,11 @@ func newStepRig(tb testing.TB) *stepRig {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		a := &Agent{cfg: Config{Applier: ap}, m: newMetrics()}
+		a := &Agent{cfg: Config{Applier: ap}, m: newMetrics(), log: zap.NewNop()}
 		cat := Catalog{Name: "hive", Source: hc, Decoder: hms.Decoder{}, BatchSize: 10, CallTimeout: 5 * time.Second,
 			Exclude: []*regexp.Regexp{regexp.MustCompile(`^(?:secret\..*)$`)}}
-		r.loops = append(r.loops, &catalogLoop{a: a, cat: cat, log: a.log})
+		r.loops = append(r.loops, newCatalogLoop(a, cat))
+		r.agents = append(r.agents, a)
 	}
 	return r
 }
@@ -57,8 +60,8 @@ func (r *stepRig) step(t *testing.T, ev hms.Event) {
 	after := r.hms.CurrentEventID()
 	r.hms.Clean(after + 1) // the log holds only this event: memory stays flat over a long run
 	_, id := r.hms.Append(ev)
-	for _, l := range r.loops {
-		f, err := l.fetch(ctx, after, 10, true)
+	for i, l := range r.loops {
+		f, err := l.fetchEvents(ctx, after, 10, true)
 		if err != nil {
 			t.Fatalf("fetch of event %d: %v", id, err)
 		}
@@ -75,11 +78,11 @@ func (r *stepRig) step(t *testing.T, ev hms.Event) {
 			}
 			continue
 		}
-		if err := l.applyDecoded(ctx, &d, id, true); err != nil {
-			t.Fatalf("%s FE refused the changes %+v of event %d: %v", l.a.cfg.Applier.Dialect(), d.changes, id, err)
+		if err := l.applyDecoded(ctx, &d, id); err != nil {
+			t.Fatalf("%s FE refused the changes %+v of event %d: %v", l.applier.Dialect(), d.changes, id, err)
 		}
 		// Label values come from a closed set whatever the metastore sends.
-		if n := seriesOf(t, l.a, "hmssync_events_received_total"); n > len(knownEventTypes)+1 {
+		if n := seriesOf(t, r.agents[i], "hmssync_events_received_total"); n > len(knownEventTypes)+1 {
 			t.Fatalf("events_received has %d series; at most %d types (the known ones and other) may appear", n, len(knownEventTypes)+1)
 		}
 	}

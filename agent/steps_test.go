@@ -52,8 +52,8 @@ func TestFollowerSkipListIgnoredLosesNoEvent(t *testing.T) {
 	r := newRig(t, log, store, rigOpts{batch: 3, skip: skip, member: "f"})
 	r.run(10)
 	r.checkFEHoldsLog(1, skip)
-	if r.l.own != 6 {
-		t.Fatalf("follower at %d; want the master cursor 6", r.l.own)
+	if r.l.cursor.Value() != 6 {
+		t.Fatalf("follower at %d; want the master cursor 6", r.l.cursor.Value())
 	}
 }
 
@@ -94,8 +94,8 @@ func TestFollowerNoticesResetItNeverSaw(t *testing.T) {
 	seedMember(store, "f", 30, 0)
 	r := newRig(t, log, store, rigOpts{member: "f"})
 	r.run(10)
-	if r.fe.refreshes() != 1 || r.l.own != 35 || r.l.ownEpoch != 1 {
-		t.Fatalf("refreshes %d, own %d@%d; want one refresh, 35 at epoch 1", r.fe.refreshes(), r.l.own, r.l.ownEpoch)
+	if r.fe.refreshes() != 1 || r.l.cursor.Value() != 35 || r.l.cursor.Epoch() != 1 {
+		t.Fatalf("refreshes %d, own %d@%d; want one refresh, 35 at epoch 1", r.fe.refreshes(), r.l.cursor.Value(), r.l.cursor.Epoch())
 	}
 }
 
@@ -139,8 +139,8 @@ func TestFollowerNeverReadsPastMasterWithSkipList(t *testing.T) {
 			t.Fatalf("the metastore served the follower events up to %d; the master cursor is 8", hi)
 		}
 	}
-	if r.l.own != 8 {
-		t.Fatalf("follower at %d; want 8", r.l.own)
+	if r.l.cursor.Value() != 8 {
+		t.Fatalf("follower at %d; want 8", r.l.cursor.Value())
 	}
 }
 
@@ -318,8 +318,8 @@ func TestOperatorLoweringCursor(t *testing.T) {
 		t.Fatalf("master's FE received %v; want events 16-20 again", got)
 	}
 	f.run(10)
-	if f.fe.refreshes() != 1 || f.l.ownEpoch != 1 {
-		t.Fatalf("follower: refreshes %d, epoch %d; want one refresh into epoch 1", f.fe.refreshes(), f.l.ownEpoch)
+	if f.fe.refreshes() != 1 || f.l.cursor.Epoch() != 1 {
+		t.Fatalf("follower: refreshes %d, epoch %d; want one refresh into epoch 1", f.fe.refreshes(), f.l.cursor.Epoch())
 	}
 }
 
@@ -388,18 +388,18 @@ func TestFailureClassesOfAnApply(t *testing.T) {
 			store.commitAs(12, 0)
 			seedMember(store, "f", 10, 0)
 			r := newRig(t, log, store, rigOpts{member: "f"})
-			r.a.retry = Retry{Initial: time.Millisecond, Max: 2 * time.Millisecond, AuthInterval: time.Hour}
+			r.l.retry = Retry{Initial: time.Millisecond, Max: 2 * time.Millisecond, AuthInterval: time.Hour}
 			r.fe.failNext = &applier.Error{Class: tc.class, Err: errors.New("the FE said no")}
 			r.showCommitted()
 			_, err := r.step()
 			if err == nil {
 				t.Fatal("the step succeeded although the FE refused the batch")
 			}
-			wait := r.l.failed(err, newBackoff(r.a.retry))
+			wait := r.l.failed(err, newBackoff(r.l.retry))
 			st := r.a.Status().Catalogs[0]
-			if r.l.own != tc.wantOwn || st.AuthFailing != tc.wantAuth || st.ConfigFailing != tc.wantConfig {
+			if r.l.cursor.Value() != tc.wantOwn || st.AuthFailing != tc.wantAuth || st.ConfigFailing != tc.wantConfig {
 				t.Fatalf("after a %s failure: cursor %d, auth_failing %v, config_failing %v; want %d, %v, %v",
-					tc.class, r.l.own, st.AuthFailing, st.ConfigFailing, tc.wantOwn, tc.wantAuth, tc.wantConfig)
+					tc.class, r.l.cursor.Value(), st.AuthFailing, st.ConfigFailing, tc.wantOwn, tc.wantAuth, tc.wantConfig)
 			}
 			if slow := wait >= 30*time.Minute; slow == tc.notSlow {
 				t.Fatalf("after a %s failure the loop waits %s", tc.class, wait)

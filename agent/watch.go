@@ -104,16 +104,14 @@ func (w *watched[T]) run(ctx context.Context) {
 // reset while it is idle.
 type masterCursorWatch = watched[cursorstore.Cursor]
 
-func newMasterCursorWatch(catalog string, store CursorStore, m *metrics, log *zap.Logger) *masterCursorWatch {
+func newMasterCursorWatch(store CursorStore, catalog string, rec *recorder, log *zap.Logger) *masterCursorWatch {
 	return &masterCursorWatch{
 		name: "master cursor",
 		open: func(ctx context.Context) cursorstore.Watch[cursorstore.Cursor] {
 			return store.WatchMaster(ctx, catalog)
 		},
-		onValue: func(_ cursorstore.Cursor, _ bool, c cursorstore.Cursor) {
-			m.masterCursor.WithLabelValues(catalog).Set(float64(cursorValue(c)))
-		},
-		log: log, change: newSignal(),
+		onValue: func(_ cursorstore.Cursor, _ bool, c cursorstore.Cursor) { rec.masterCursorSeen(c) },
+		log:     log, change: newSignal(),
 	}
 }
 

@@ -61,14 +61,14 @@ func TestDeposedMasterIsFenced(t *testing.T) {
 	eventually(t, 10*time.Second, "b follows a", func() bool { return b.Leader() == "a" })
 
 	aTerm, _ := a.Current()
-	seen, err := aStore.CommitMaster(ctx, "hive", aTerm.Token, cursorstore.Cursor{}, 10, "")
+	seen, err := aStore.CommitMaster(ctx, "hive", cursorstore.Commit{Token: aTerm.Token, Base: cursorstore.Cursor{}, Value: 10})
 	if err != nil {
 		t.Fatalf("a's commit while master: %v", err)
 	}
 
 	link.Cut()
 	// While cut off, a's commit has an unknown outcome (it is held in flight).
-	if _, err := aStore.CommitMaster(ctx, "hive", aTerm.Token, seen, 20, ""); !errors.Is(err, cursorstore.ErrOutcomeUnknown) {
+	if _, err := aStore.CommitMaster(ctx, "hive", cursorstore.Commit{Token: aTerm.Token, Base: seen, Value: 20}); !errors.Is(err, cursorstore.ErrOutcomeUnknown) {
 		t.Fatalf("commit while cut off: %v; want ErrOutcomeUnknown", err)
 	}
 	eventually(t, 15*time.Second, "b master after a's lease expired", b.IsMaster)
@@ -77,7 +77,7 @@ func TestDeposedMasterIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bCommitted, err := bStore.CommitMaster(ctx, "hive", bTerm.Token, bSeen, 15, "")
+	bCommitted, err := bStore.CommitMaster(ctx, "hive", cursorstore.Commit{Token: bTerm.Token, Base: bSeen, Value: 15})
 	if err != nil {
 		t.Fatalf("new master's commit: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestDeposedMasterIsFenced(t *testing.T) {
 	// Whatever a still believes, its token is dead. Retry until the link carries
 	// requests again: outcome-unknown while the connection recovers is fine.
 	eventually(t, 15*time.Second, "a's commit answered with ErrNotLeader", func() bool {
-		_, err := aStore.CommitMaster(ctx, "hive", aTerm.Token, seen, 30, "")
+		_, err := aStore.CommitMaster(ctx, "hive", cursorstore.Commit{Token: aTerm.Token, Base: seen, Value: 30})
 		if err != nil && !errors.Is(err, cursorstore.ErrNotLeader) && !errors.Is(err, cursorstore.ErrOutcomeUnknown) {
 			t.Fatalf("a's commit after heal: %v; want ErrNotLeader", err)
 		}
@@ -97,7 +97,7 @@ func TestDeposedMasterIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := aStore.CommitMaster(ctx, "hive", aTerm.Token, cur, 40, ""); !errors.Is(err, cursorstore.ErrNotLeader) {
+	if _, err := aStore.CommitMaster(ctx, "hive", cursorstore.Commit{Token: aTerm.Token, Base: cur, Value: 40}); !errors.Is(err, cursorstore.ErrNotLeader) {
 		t.Fatalf("a's commit with a current lastSeen: %v; want ErrNotLeader", err)
 	}
 	if cur.Value != 15 || cur.Rev != bCommitted.Rev {

@@ -26,7 +26,7 @@ func TestCommitMasterKeepsAndRewindRaisesTheEpoch(t *testing.T) {
 	if err != nil || c0.Exists || c0.Epoch != 0 || c0.EpochRev != 0 {
 		t.Fatalf("absent cursor = %+v, %v; want absent at epoch 0", c0, err)
 	}
-	c1, err := s.CommitMaster(ctx, "hive", tok, c0, 10, "uuid-1")
+	c1, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: c0, Value: 10, Metastore: "uuid-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestCommitMasterKeepsAndRewindRaisesTheEpoch(t *testing.T) {
 	if u, _, _ := raw(t, srv.Client, uuidKey); u != "uuid-1" {
 		t.Fatalf("metastore key = %q; want the uuid the master read", u)
 	}
-	c2, err := s.CommitMaster(ctx, "hive", tok, c1, 20, "uuid-1")
+	c2, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: c1, Value: 20, Metastore: "uuid-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +50,10 @@ func TestCommitMasterKeepsAndRewindRaisesTheEpoch(t *testing.T) {
 	}
 
 	// Another metastore behind the same URI cannot continue the lineage.
-	if _, err := s.CommitMaster(ctx, "hive", tok, c2, 30, "uuid-2"); !errors.Is(err, cursorstore.ErrNewLineage) {
+	if _, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: c2, Value: 30, Metastore: "uuid-2"}); !errors.Is(err, cursorstore.ErrNewLineage) {
 		t.Fatalf("commit with another metastore uuid: %v; want ErrNewLineage", err)
 	}
-	c3, err := s.RewindMaster(ctx, "hive", tok, c2, 3, "uuid-2")
+	c3, err := s.RewindMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: c2, Value: 3, Metastore: "uuid-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestCommitMasterKeepsAndRewindRaisesTheEpoch(t *testing.T) {
 	}
 	// A master that still holds the old lineage's base cannot commit over it,
 	// even with a higher value.
-	if _, err := s.CommitMaster(ctx, "hive", tok, c2, 50, ""); !errors.Is(err, cursorstore.ErrConflict) {
+	if _, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: c2, Value: 50}); !errors.Is(err, cursorstore.ErrConflict) {
 		t.Fatalf("commit on the old lineage's base: %v; want ErrConflict", err)
 	}
 }
@@ -78,14 +78,14 @@ func TestCommitMasterFailsWhenOnlyTheEpochMoved(t *testing.T) {
 	s := newStore(t, srv.Client)
 	ctx := context.Background()
 	tok := leaderToken(t, srv.Client, s, "a")
-	c1, err := s.CommitMaster(ctx, "hive", tok, cursorstore.Cursor{}, 10, "")
+	c1, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: cursorstore.Cursor{}, Value: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := srv.Client.Put(ctx, s.Root()+"/catalogs/hive/epoch", "7"); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := s.CommitMaster(ctx, "hive", tok, c1, 11, "")
+	cur, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: c1, Value: 11})
 	if !errors.Is(err, cursorstore.ErrConflict) || cur.Epoch != 7 {
 		t.Fatalf("commit after the epoch moved = %+v, %v; want ErrConflict with the current epoch 7", cur, err)
 	}
@@ -98,7 +98,7 @@ func TestOperatorSetRaisesTheEpochOnlyWhenItDoesNotContinue(t *testing.T) {
 	s := newStore(t, srv.Client)
 	ctx := context.Background()
 	tok := leaderToken(t, srv.Client, s, "a")
-	if _, err := s.CommitMaster(ctx, "hive", tok, cursorstore.Cursor{}, 100, ""); err != nil {
+	if _, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: cursorstore.Cursor{}, Value: 100}); err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {
@@ -141,7 +141,7 @@ func TestClusterFromBeforeEpochsReadsAsEpochZero(t *testing.T) {
 		t.Fatalf("old member cursor = %+v, %v", own, err)
 	}
 	tok := leaderToken(t, srv.Client, s, "fe-1")
-	if _, err := s.CommitMaster(ctx, "hive", tok, m, 41, ""); err != nil {
+	if _, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: m, Value: 41}); err != nil {
 		t.Fatalf("first commit after the upgrade: %v", err)
 	}
 	if v, _, ok := raw(t, srv.Client, s.Root()+"/catalogs/hive/epoch"); !ok || v != "0" {
@@ -187,7 +187,7 @@ func TestWatchMasterDeliversCursorAndEpochTogether(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tok := leaderToken(t, srv.Client, s, "a")
-	c1, err := s.CommitMaster(ctx, "hive", tok, cursorstore.Cursor{}, 300, "")
+	c1, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: cursorstore.Cursor{}, Value: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestWatchMasterDeliversCursorAndEpochTogether(t *testing.T) {
 	if c := next(t, ch, 10*time.Second); c.Value != 300 || c.Epoch != 0 {
 		t.Fatalf("first value %+v; want 300 at epoch 0", c)
 	}
-	if _, err := s.RewindMaster(ctx, "hive", tok, c1, 4, ""); err != nil {
+	if _, err := s.RewindMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: c1, Value: 4}); err != nil {
 		t.Fatal(err)
 	}
 	c := next(t, ch, 10*time.Second)

@@ -34,49 +34,63 @@ var (
 	ErrNoMaster = errors.New("no member of the cluster campaigns for the master role")
 )
 
-// CommitMaster moves catalog's master cursor from lastSeen (as returned by
-// MasterCursor, WatchMaster or the previous commit) to value within lastSeen's
-// epoch, fenced by the master's token, in one transaction (SPEC §4, §2a):
+// Commit is one fenced write of a catalog's master cursor: Value, written by the
+// master holding Token, compare-and-set on Base (the cursor as MasterCursor,
+// WatchMaster or the previous commit returned it). Metastore is the metastore's
+// db uuid as the master reads it ("" when it offers none).
+type Commit struct {
+	Token     election.Token
+	Base      Cursor
+	Value     int64
+	Metastore string
+}
+
+// CommitMaster moves catalog's master cursor from c.Base (lastSeen below) to
+// c.Value (value) within lastSeen's epoch, fenced by the master's token (tok), in
+// one transaction (SPEC §4, §2a):
 //
 //	If CreateRevision(tok.Key) == tok.Rev AND ModRevision(cursor) == lastSeen.Rev
 //	   AND ModRevision(epoch) == lastSeen.EpochRev
 //	Then Put(cursor, value) [, Put(epoch) when absent] [, Put(metastore) when first known]
 //	Else Get(tok.Key), Get(catalog's keys)
 //
-// metastore is the metastore's db uuid as the master reads it ("" when it offers
-// none); it is recorded when lastSeen has none. A different uuid than the
+// c.Metastore (metastore) is recorded when lastSeen has none. A different uuid than the
 // recorded one is a new lineage: RewindMaster. It returns the new cursor. Errors:
 // ErrBackwards (value < lastSeen.Value, nothing sent), ErrNewLineage (metastore
 // differs from the recorded one, nothing sent), ErrNotLeader, ErrConflict (the
 // returned Cursor is the current one: the cursor or its epoch moved), and
 // ErrOutcomeUnknown.
-func (s *Store) CommitMaster(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value int64, metastore string) (Cursor, error) {
+func (s *Store) CommitMaster(ctx context.Context, catalog string, c Commit) (Cursor, error) {
+	lastSeen, value, metastore := c.Base, c.Value, c.Metastore
 	if lastSeen.Exists && value < lastSeen.Value {
 		return lastSeen, fmt.Errorf("commit %s: %d -> %d: %w", s.keys.masterCursor(catalog), lastSeen.Value, value, ErrBackwards)
 	}
 	if metastore != "" && lastSeen.Metastore != "" && metastore != lastSeen.Metastore {
 		return lastSeen, fmt.Errorf("commit %s=%d: metastore %s, recorded %s: %w", s.keys.masterCursor(catalog), value, metastore, lastSeen.Metastore, ErrNewLineage)
 	}
-	return s.fencedPut(ctx, catalog, tok, lastSeen, value, lastSeen.Epoch, metastore)
+	return s.fencedPut(ctx, catalog, c, lastSeen.Epoch)
 }
 
 // RewindMaster is the fenced commit of a new lineage: the master full-refreshed
 // its FE because the metastore's notification log was reset (a new metastore
 // database: the current event id below the cursor) or the metastore's identity
-// changed. It writes value (which may be lower than lastSeen's) with epoch
-// lastSeen.Epoch+1, so that every member learns that its cursor, whatever its
-// value, belongs to the old log. metastore replaces the recorded uuid when not "".
-func (s *Store) RewindMaster(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value int64, metastore string) (Cursor, error) {
-	c, err := s.fencedPut(ctx, catalog, tok, lastSeen, value, lastSeen.Epoch+1, metastore)
+// changed. It writes c.Value (which may be lower than c.Base's) with epoch
+// c.Base.Epoch+1, so that every member learns that its cursor, whatever its
+// value, belongs to the old log. c.Metastore replaces the recorded uuid when
+// not "".
+func (s *Store) RewindMaster(ctx context.Context, catalog string, c Commit) (Cursor, error) {
+	written, err := s.fencedPut(ctx, catalog, c, c.Base.Epoch+1)
 	if err == nil {
 		s.log.Warn("master cursor starts a new epoch", zap.String("key", s.keys.masterCursor(catalog)),
-			zap.Stringer("old", lastSeen), zap.Int64("new", value), zap.Int64("old_epoch", lastSeen.Epoch), zap.Int64("epoch", c.Epoch),
-			zap.String("metastore", c.Metastore))
+			zap.Stringer("old", c.Base), zap.Int64("new", c.Value), zap.Int64("old_epoch", c.Base.Epoch), zap.Int64("epoch", written.Epoch),
+			zap.String("metastore", written.Metastore))
 	}
-	return c, err
+	return written, err
 }
 
-func (s *Store) fencedPut(ctx context.Context, catalog string, tok election.Token, lastSeen Cursor, value, epoch int64, metastore string) (Cursor, error) {
+// fencedPut sends the commit c with epoch.
+func (s *Store) fencedPut(ctx context.Context, catalog string, commit Commit, epoch int64) (Cursor, error) {
+	tok, lastSeen, value, metastore := commit.Token, commit.Base, commit.Value, commit.Metastore
 	if err := s.check(catalogName(catalog)); err != nil {
 		return Cursor{}, err
 	}

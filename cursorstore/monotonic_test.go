@@ -43,7 +43,7 @@ func TestCommittedCursorNeverDecreases(t *testing.T) {
 				if value < 0 {
 					value = 0
 				}
-				next, err := s.CommitMaster(ctx, "hive", tok, seen, value, "")
+				next, err := s.CommitMaster(ctx, "hive", cursorstore.Commit{Token: tok, Base: seen, Value: value})
 				mu.Lock()
 				switch {
 				case err == nil:
