@@ -12,6 +12,7 @@ import (
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The steps shared by master and follower: read, decode, filter, apply.
@@ -82,7 +83,7 @@ func (l *catalogLoop) fetch(ctx context.Context, after int64, max int, serverSki
 // An empty evs still sends an empty batch, so that an FE speaking the native
 // protocol learns that its cursor moved past skipped events. apply=false only
 // records the events as covered (never used for local scope).
-func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64, apply bool) error {
+func (l *catalogLoop) applyEvents(ctx context.Context, evs []message.Event, to int64, apply bool) error {
 	var d decoded
 	if err := l.decode(evs, &d, false); err != nil {
 		return err
@@ -123,7 +124,7 @@ func (c *typeCounts) add(typ string, n int) {
 // decode decodes and filters evs into d, on one goroutine while another fetch
 // is in flight (decodeWorkers). An event that cannot be decoded is a
 // *poisonError (the first one in the log's order, if there are several).
-func (l *catalogLoop) decode(evs []hms.Event, d *decoded, inFlight bool) error {
+func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) error {
 	err := l.decodeUncounted(evs, d, inFlight)
 	l.countPoison(err)
 	return err
@@ -139,7 +140,7 @@ func (l *catalogLoop) countPoison(err error) {
 // decodeUncounted is decode without counting a failure: a read-ahead's decode
 // error is counted when the step meets it, not when a read-ahead that may be
 // discarded does.
-func (l *catalogLoop) decodeUncounted(evs []hms.Event, d *decoded, inFlight bool) error {
+func (l *catalogLoop) decodeUncounted(evs []message.Event, d *decoded, inFlight bool) error {
 	start := time.Now()
 	descs, bad, err := decodeAll(l.cat.Decoder, evs, l.decodeWorkers(inFlight))
 	if err != nil {
@@ -194,7 +195,7 @@ const minEventsPerDecoder = 64
 // sidecar's CPU while it drains a backlog, and events decode independently. On
 // failure it returns the index of the first event in evs that failed, and its
 // error.
-func decodeAll(dec EventDecoder, evs []hms.Event, workers int) ([][]change.Descriptor, int, error) {
+func decodeAll(dec EventDecoder, evs []message.Event, workers int) ([][]change.Descriptor, int, error) {
 	descs := make([][]change.Descriptor, len(evs))
 	errs := make([]error, len(evs))
 	workers = max(1, min(workers, len(evs)/minEventsPerDecoder))
