@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // BenchmarkDecodeAll decodes a fetch of 1000 events of the project mix on one
@@ -21,7 +21,7 @@ func BenchmarkDecodeAll(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
-				if _, _, err := decodeAll(hms.NewDecoder(""), evs, workers); err != nil {
+				if _, _, err := decodeAll(message.NewDecoder(""), evs, workers); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -42,7 +42,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	evs := srv.Events()
 	a, err := New(Config{
 		Cluster: "c", Member: "m", Applier: &memFE{scope: "local", applied: -1}, Elector: &memElector{ch: make(chan struct{})}, Store: newMemStore(),
-		Catalogs: []Catalog{{Name: "hive", Source: &memLog{}, Decoder: hms.NewDecoder(""), BatchSize: 1000, PollInterval: time.Second}},
+		Catalogs: []Catalog{{Name: "hive", Source: &memLog{}, Decoder: message.NewDecoder(""), BatchSize: 1000, PollInterval: time.Second}},
 	})
 	if err != nil {
 		b.Fatal(err)

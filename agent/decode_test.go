@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hmssync/hmssync/change"
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // idDecoder turns event n into one descriptor for table "t<n>", fails on the ids
@@ -16,7 +16,7 @@ type idDecoder struct {
 	calls atomic.Int64
 }
 
-func (d *idDecoder) Decode(e hms.Event) ([]change.Descriptor, error) {
+func (d *idDecoder) Decode(e message.Event) ([]change.Descriptor, error) {
 	d.calls.Add(1)
 	if d.bad[e.ID] {
 		return nil, fmt.Errorf("event %d is poison", e.ID)
@@ -24,10 +24,10 @@ func (d *idDecoder) Decode(e hms.Event) ([]change.Descriptor, error) {
 	return []change.Descriptor{{EventID: e.ID, Op: change.RefreshTable, DB: "db", Table: fmt.Sprintf("t%d", e.ID)}}, nil
 }
 
-func events(n int) []hms.Event {
-	evs := make([]hms.Event, n)
+func events(n int) []message.Event {
+	evs := make([]message.Event, n)
 	for i := range evs {
-		evs[i] = hms.Event{ID: int64(i + 1), Type: "ALTER_PARTITION"}
+		evs[i] = message.Event{ID: int64(i + 1), Type: "ALTER_PARTITION"}
 	}
 	return evs
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/etcdpartition"
 )
 
@@ -189,7 +189,7 @@ func TestPoisonEventSelfHeals(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	h.churn(3)
-	_, poison := h.hms.Append(hms.Event{Type: "ALTER_TABLE", DB: "db0", Table: "t0", Message: "{not json", Format: "json-0.2"})
+	_, poison := h.hms.Append(message.Event{Type: "ALTER_TABLE", DB: "db0", Table: "t0", Message: "{not json", Format: "json-0.2"})
 	h.churn(10)
 	h.awaitConverged(converge)
 
@@ -534,7 +534,7 @@ func (h *harness) pauseMaster(m *member) {
 func (h *harness) checkEveryEventApplied(i int, from int64) {
 	h.t.Helper()
 	batches := h.fes[i].Changes()
-	dec := hms.Decoder{}
+	dec := message.Decoder{}
 	for _, ev := range h.hms.Events() {
 		if ev.ID <= from {
 			continue

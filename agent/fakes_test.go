@@ -18,6 +18,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // In-memory doubles of the ports (ports.go), for unit tests of the sync steps
@@ -31,7 +32,7 @@ import (
 // memLog is a metastore's notification log.
 type memLog struct {
 	mu     sync.Mutex
-	events []hms.Event // ascending ids; the oldest may have been cleaned
+	events []message.Event // ascending ids; the oldest may have been cleaned
 	// ignoreSkip imitates servers that do not know the skip list field: every
 	// type is returned and counted towards max (the client filters).
 	ignoreSkip bool
@@ -53,7 +54,7 @@ type memLog struct {
 	// of every answer that returned any, so that a test can tell how many
 	// answers the loop still holds (liveAnswers).
 	trackAnswers bool
-	answers      []weak.Pointer[hms.Event]
+	answers      []weak.Pointer[message.Event]
 }
 
 // liveAnswers collects garbage and counts the fetch answers whose events are
@@ -87,7 +88,7 @@ func (m *memLog) add(typ string, n int) {
 		if len(m.events) > 0 {
 			id = m.events[len(m.events)-1].ID + 1
 		}
-		m.events = append(m.events, hms.Event{ID: id, Type: typ, DB: "db", Table: fmt.Sprintf("t%d", id)})
+		m.events = append(m.events, message.Event{ID: id, Type: typ, DB: "db", Table: fmt.Sprintf("t%d", id)})
 	}
 }
 
@@ -192,7 +193,7 @@ func (m *memLog) nextEvents(_ context.Context, after int64, max int, skip []stri
 // events of type POISON cannot be decoded.
 type memDecoder struct{}
 
-func (memDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
+func (memDecoder) Decode(ev message.Event) ([]change.Descriptor, error) {
 	if ev.Type == "POISON" {
 		return nil, errors.New("poison")
 	}
@@ -201,10 +202,10 @@ func (memDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
 
 // hookDecoder is a memDecoder that runs before, when set, ahead of each event.
 type hookDecoder struct {
-	before func(hms.Event)
+	before func(message.Event)
 }
 
-func (h hookDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
+func (h hookDecoder) Decode(ev message.Event) ([]change.Descriptor, error) {
 	if h.before != nil {
 		h.before(ev)
 	}

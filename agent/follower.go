@@ -10,6 +10,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // followerStep is one step of SPEC §2's follower: it only ever moves towards the
@@ -146,7 +147,7 @@ func (l *catalogLoop) followerRefill(ctx context.Context, c hms.Continuity, targ
 
 // belowBound returns the leading events of evs (ascending) with ids at or below
 // bound.
-func belowBound(evs []hms.Event, bound int64) []hms.Event {
+func belowBound(evs []message.Event, bound int64) []message.Event {
 	for len(evs) > 0 && evs[len(evs)-1].ID > bound {
 		evs = evs[:len(evs)-1]
 	}

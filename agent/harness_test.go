@@ -27,6 +27,7 @@ import (
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
 	"github.com/hmssync/hmssync/internal/etcdpartition"
 )
@@ -259,7 +260,7 @@ func (h *harness) start(i int, mo memberOpts) *member {
 		Cluster: testCluster, Member: name, FEURL: fe.URL, Applier: ap, FEHealth: health,
 		Elector: el, Store: cs, Status: status, StatusInterval: 50 * time.Millisecond,
 		Catalogs: []agent.Catalog{{
-			Name: testCatalog, Source: hc, Decoder: hms.NewDecoder(""), BatchSize: h.o.batch,
+			Name: testCatalog, Source: hc, Decoder: message.NewDecoder(""), BatchSize: h.o.batch,
 			PollInterval: mo.poll, CallTimeout: 2 * time.Second, SkipEventTypes: h.o.skip,
 			Include: anchoredPatterns(h.o.include), NoPushdown: h.o.noPushdown,
 		}},

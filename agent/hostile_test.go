@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // An event type that is not valid UTF-8 made the Prometheus client panic when
@@ -19,9 +19,9 @@ import (
 func TestHostileEventTypesNeitherCrashNorGrowTheSeries(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
-	hostile := []hms.Event{{Type: "\xff", Message: "{}"}, {Type: "ALTER_TABLE\xc3", Message: "{}"}}
+	hostile := []message.Event{{Type: "\xff", Message: "{}"}, {Type: "ALTER_TABLE\xc3", Message: "{}"}}
 	for i := 0; i < 30; i++ {
-		hostile = append(hostile, hms.Event{Type: fmt.Sprintf("MADE_UP_%d", i), Message: "{}"})
+		hostile = append(hostile, message.Event{Type: fmt.Sprintf("MADE_UP_%d", i), Message: "{}"})
 	}
 	_, last := h.hms.Append(hostile...)
 	h.churn(3)
@@ -51,7 +51,7 @@ func TestInvalidUTF8NameSelfHeals(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.startConverged()
 	msg := `{"server":"thrift://hms:9083","servicePrincipal":"","db":"s` + "\xff" + `x","table":"t","tableType":"MANAGED_TABLE","tableObjJson":null,"timestamp":1}`
-	_, bad := h.hms.Append(hms.Event{Type: hms.EventCreateTable, DB: "s\xffx", Table: "t", Message: msg, Format: hms.FormatJSON})
+	_, bad := h.hms.Append(message.Event{Type: message.EventCreateTable, DB: "s\xffx", Table: "t", Message: msg, Format: message.FormatJSON})
 	h.churn(3)
 	h.awaitConverged(converge)
 	for _, x := range h.running() {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // End-to-end scenarios of the lineage (SPEC §2a): real etcd, the fake metastore
@@ -151,9 +151,9 @@ func TestSkipListIgnoredByMetastore(t *testing.T) {
 	h.hms.IgnoreSkipList(true)
 	m := h.startConverged()
 	h.pauseMaster(m)
-	txns := make([]hms.Event, 7)
+	txns := make([]message.Event, 7)
 	for i := range txns {
-		txns[i] = hms.Event{Time: 1, Type: "OPEN_TXN", Message: "{}", Format: hms.FormatJSON}
+		txns[i] = message.Event{Time: 1, Type: "OPEN_TXN", Message: "{}", Format: message.FormatJSON}
 	}
 	h.hms.Append(txns...)
 	h.churn(10)

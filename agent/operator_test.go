@@ -13,7 +13,7 @@ import (
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // An operator's `cursor set` while a master runs: the master adopts the value
@@ -288,7 +288,7 @@ func (h *harness) everyEventSent(i, since int, after, upTo int64) (bool, string)
 		return false, fmt.Sprintf("FE %d has %d batches", i, len(all))
 	}
 	batches := all[since:]
-	dec := hms.Decoder{}
+	dec := message.Decoder{}
 	for _, ev := range h.hms.Events() {
 		if ev.ID <= after || ev.ID > upTo {
 			continue

@@ -12,6 +12,7 @@ import (
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The steps shared by master and follower: read, decode, filter, apply.
@@ -89,7 +90,7 @@ func (l *catalogLoop) fetchEvents(ctx context.Context, after int64, max int, ser
 // applyEvents decodes and filters evs and applies them as one batch (own, to].
 // An empty evs still sends an empty batch, so that an FE speaking the native
 // protocol learns that its cursor moved past skipped events.
-func (l *catalogLoop) applyEvents(ctx context.Context, evs []hms.Event, to int64) error {
+func (l *catalogLoop) applyEvents(ctx context.Context, evs []message.Event, to int64) error {
 	var d decoded
 	if err := l.decode(evs, &d, false); err != nil {
 		l.countPoison(err)
@@ -141,7 +142,7 @@ func (l *catalogLoop) countPoison(err error) {
 // is in flight (decodeWorkers). An event that cannot be decoded is a
 // *poisonError (the first one in the log's order, if there are several), not
 // counted yet (countPoison).
-func (l *catalogLoop) decode(evs []hms.Event, d *decoded, inFlight bool) error {
+func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) error {
 	start := time.Now()
 	descs, bad, err := decodeAll(l.cat.Decoder, evs, l.decodeWorkers(inFlight))
 	if err != nil {
@@ -195,7 +196,7 @@ const minEventsPerDecoder = 64
 // sidecar's CPU while it drains a backlog, and events decode independently. On
 // failure it returns the index of the first event in evs that failed, and its
 // error.
-func decodeAll(dec EventDecoder, evs []hms.Event, workers int) ([][]change.Descriptor, int, error) {
+func decodeAll(dec EventDecoder, evs []message.Event, workers int) ([][]change.Descriptor, int, error) {
 	descs := make([][]change.Descriptor, len(evs))
 	errs := make([]error, len(evs))
 	workers = max(1, min(workers, len(evs)/minEventsPerDecoder))

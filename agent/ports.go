@@ -7,11 +7,12 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The driver depends on its collaborators through these small interfaces, declared
 // here by the consumer, so that each one names exactly what the driver uses. The
-// production implementations are *hms.Client, hms.Decoder, applier.Applier,
+// production implementations are *hms.Client, message.Decoder, applier.Applier,
 // *election.Elector, *cursorstore.Store and *cursorstore.StatusPublisher.
 //
 // Required: EventSource, EventDecoder, Elector, CursorStore (and Config's
@@ -57,7 +58,7 @@ type AppliedReporter interface {
 
 // EventDecoder turns one notification event into change descriptors.
 type EventDecoder interface {
-	Decode(hms.Event) ([]change.Descriptor, error)
+	Decode(message.Event) ([]change.Descriptor, error)
 }
 
 // Elector holds this member's candidacy for the master role. Cancelling Run's
@@ -116,7 +117,7 @@ var (
 	_ EventSource         = (*hms.Client)(nil)
 	_ DatabaseEventSource = (*hms.Client)(nil)
 	_ MetastoreIdentifier = (*hms.Client)(nil)
-	_ EventDecoder        = hms.Decoder{}
+	_ EventDecoder        = message.Decoder{}
 	_ Elector             = (*election.Elector)(nil)
 	_ CursorStore         = (*cursorstore.Store)(nil)
 	_ WatchRestartCounter = (*cursorstore.Store)(nil)

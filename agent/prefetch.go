@@ -6,6 +6,7 @@ import (
 
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The prefetcher overlaps reading the log with applying it: while a member
@@ -63,7 +64,7 @@ func (k fetchKey) serves(want fetchKey) bool {
 // read-ahead that is discarded must not count it).
 type logReader interface {
 	fetch(ctx context.Context, k fetchKey) (hms.Fetch, error)
-	decode(evs []hms.Event, d *decoded, inFlight bool) error
+	decode(evs []message.Event, d *decoded, inFlight bool) error
 }
 
 // prefetcher holds a catalog loop's read-ahead. It is used by the loop's
@@ -136,7 +137,7 @@ func (p *prefetcher) nextOfBatch(ctx context.Context, k fetchKey) (f hms.Fetch, 
 }
 
 // decodeMore decodes a further fetch of the batch into d.
-func (p *prefetcher) decodeMore(evs []hms.Event, d *decoded) error {
+func (p *prefetcher) decodeMore(evs []message.Event, d *decoded) error {
 	return p.r.decode(evs, d, p.inFlight())
 }
 

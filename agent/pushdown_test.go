@@ -9,6 +9,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Only patterns that provably match the subjects of literally named, lower-case
@@ -61,7 +62,7 @@ func (d databaseLog) NextEventsOfDatabases(ctx context.Context, after int64, max
 // without: a cluster-scope dialect) its first follower fetch.
 func TestPushdownGaugeFollowsTheRole(t *testing.T) {
 	log, store := &memLog{}, newMemStore()
-	log.add(hms.EventInsert, 5)
+	log.add(message.EventInsert, 5)
 	r := newRig(t, log, store, rigOpts{scope: applier.ScopeCluster})
 	r.l.cat.Source = databaseLog{log}
 	r.l.pushDBs = []string{"db", "other"}
@@ -77,7 +78,7 @@ func TestPushdownGaugeFollowsTheRole(t *testing.T) {
 	}
 	r.becomeMaster()
 	r.run(10) // the initial refresh
-	log.add(hms.EventInsert, 3)
+	log.add(message.EventInsert, 3)
 	r.run(10)
 	if got := gauge(); got != 2 {
 		t.Fatalf("master after a fetch: %v, want 2", got)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Unit tests of the read-ahead (readahead.go): the next batch is read while the
@@ -386,7 +386,7 @@ func TestFollowerReadAheadNeverMovesPastWhatItKept(t *testing.T) {
 	log := &memLog{}
 	log.add("ALTER_TABLE", gathered+2)
 	for id := int64(gathered + 7); id <= gathered+30; id++ { // the next four ids never existed
-		log.events = append(log.events, hms.Event{ID: id, Type: "ALTER_TABLE", DB: "db", Table: fmt.Sprintf("t%d", id)})
+		log.events = append(log.events, message.Event{ID: id, Type: "ALTER_TABLE", DB: "db", Table: fmt.Sprintf("t%d", id)})
 	}
 	store := newMemStore()
 	store.commitAs(gathered+9, 0)
@@ -432,7 +432,7 @@ func TestClusterMasterDecodesAFetchWhileTheNextIsRead(t *testing.T) {
 			}
 		}
 	}
-	dec := hookDecoder{before: func(ev hms.Event) {
+	dec := hookDecoder{before: func(ev message.Event) {
 		// The first event of the fetches after 0 and after 10: the fetch
 		// after them must be answered while they are decoded.
 		next := map[int64]int64{1: 10, 11: 20}[ev.ID]
@@ -484,7 +484,7 @@ func nextFetchDuringDecode(t *testing.T, log *memLog, cur int64) hookDecoder {
 			}
 		}
 	}
-	return hookDecoder{before: func(ev hms.Event) {
+	return hookDecoder{before: func(ev message.Event) {
 		end, ok := next[ev.ID]
 		if !ok {
 			return
@@ -558,7 +558,7 @@ func TestFollowerGatheringStopsAtAGap(t *testing.T) {
 		once.Do(func() {
 			log.mu.Lock()
 			defer log.mu.Unlock()
-			log.events = slices.DeleteFunc(log.events, func(ev hms.Event) bool { return ev.ID <= 25 })
+			log.events = slices.DeleteFunc(log.events, func(ev message.Event) bool { return ev.ID <= 25 })
 		})
 	}
 	r := newRig(t, log, store, rigOpts{batch: 10, member: "f"})
@@ -592,7 +592,7 @@ func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
 			wait := nextFetchDuringDecode(t, log, 3*gathered)
 			var mu sync.Mutex
 			most, checks := 0, 0
-			dec := hookDecoder{before: func(ev hms.Event) {
+			dec := hookDecoder{before: func(ev message.Event) {
 				wait.before(ev)
 				if ev.ID%10 != 1 {
 					return
@@ -639,7 +639,7 @@ func TestChainedFetchWaitsForTheBatchToBeDecoded(t *testing.T) {
 					close(chained)
 				}
 			}
-			dec := hookDecoder{before: func(ev hms.Event) {
+			dec := hookDecoder{before: func(ev message.Event) {
 				if ev.ID != gathered {
 					return
 				}
@@ -679,7 +679,7 @@ type spreadDecoder struct {
 	spread   map[int64]chan struct{} // closed once an event of the fetch started before its first was done
 }
 
-func (c *spreadDecoder) Decode(ev hms.Event) ([]change.Descriptor, error) {
+func (c *spreadDecoder) Decode(ev message.Event) ([]change.Descriptor, error) {
 	fetch, first := (ev.ID-1)/c.perFetch, (ev.ID-1)%c.perFetch == 0
 	c.mu.Lock()
 	ch, ok := c.spread[fetch]

@@ -15,6 +15,7 @@ import (
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // stepRig is one metastore, one client and two FEs (doris and native), with a
@@ -43,7 +44,7 @@ func newStepRig(tb testing.TB) *stepRig {
 			tb.Fatal(err)
 		}
 		a := &Agent{cfg: Config{Applier: ap}, m: newMetrics(), log: zap.NewNop()}
-		cat := Catalog{Name: "hive", Source: hc, Decoder: hms.Decoder{}, BatchSize: 10, CallTimeout: 5 * time.Second,
+		cat := Catalog{Name: "hive", Source: hc, Decoder: message.Decoder{}, BatchSize: 10, CallTimeout: 5 * time.Second,
 			Exclude: []*regexp.Regexp{regexp.MustCompile(`^(?:secret\..*)$`)}}
 		r.loops = append(r.loops, newCatalogLoop(a, cat))
 		r.agents = append(r.agents, a)
@@ -54,7 +55,7 @@ func newStepRig(tb testing.TB) *stepRig {
 // step serves ev from the metastore and runs one step of each loop over it:
 // fetch, decode, filter, count, apply. It fails the test on anything but a
 // clean apply or a poison event.
-func (r *stepRig) step(t *testing.T, ev hms.Event) {
+func (r *stepRig) step(t *testing.T, ev message.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	after := r.hms.CurrentEventID()
@@ -82,26 +83,26 @@ func (r *stepRig) step(t *testing.T, ev hms.Event) {
 			t.Fatalf("%s FE refused the changes %+v of event %d: %v", l.applier.Dialect(), d.changes, id, err)
 		}
 		// Label values come from a closed set whatever the metastore sends.
-		if n := seriesOf(t, r.agents[i], "hmssync_events_received_total"); n > len(knownEventTypes)+1 {
-			t.Fatalf("events_received has %d series; at most %d types (the known ones and other) may appear", n, len(knownEventTypes)+1)
+		if n := seriesOf(t, r.agents[i], "hmssync_events_received_total"); n > len(message.EventTypes())+1 {
+			t.Fatalf("events_received has %d series; at most %d types (the known ones and other) may appear", n, len(message.EventTypes())+1)
 		}
 	}
 }
 
-// seedEvents are the real corpus (hms/testdata/real.jsonl, captured from
+// seedEvents are the real corpus (hms/message/testdata/real.jsonl, captured from
 // production metastores).
-func seedEvents(tb testing.TB) []hms.Event {
+func seedEvents(tb testing.TB) []message.Event {
 	tb.Helper()
-	f, err := os.Open("../hms/testdata/real.jsonl")
+	f, err := os.Open("../hms/message/testdata/real.jsonl")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	var evs []hms.Event
+	var evs []message.Event
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		var ev hms.Event
+		var ev message.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			tb.Fatal(err)
 		}
@@ -122,8 +123,8 @@ func FuzzStep(f *testing.F) {
 	f.Add("CREATE_TABLE", "json-0.2", `{"db":"s`+"\xff"+`x","table":"t"}`, "", "", "hive")
 	f.Add("CREATE_TABLE", "json-0.2", "{\"db\":\"a`b\",\"table\":\"c\\\"d\\n\"}", "", "", "hive")
 	r := newStepRig(f)
-	f.Fuzz(func(t *testing.T, typ, format, message, db, table, catalog string) {
-		r.step(t, hms.Event{Time: 1616068620, Type: typ, Format: format, Message: message, DB: db, Table: table, Catalog: catalog})
+	f.Fuzz(func(t *testing.T, typ, format, msg, db, table, catalog string) {
+		r.step(t, message.Event{Time: 1616068620, Type: typ, Format: format, Message: msg, DB: db, Table: table, Catalog: catalog})
 	})
 }
 

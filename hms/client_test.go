@@ -9,6 +9,7 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 func newClient(t *testing.T, cfg hms.ClientConfig) *hms.Client {
@@ -28,14 +29,14 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func appendN(s *hmstest.Server, n int, typ string) {
-	evs := make([]hms.Event, n)
+	evs := make([]message.Event, n)
 	for i := range evs {
-		evs[i] = hms.Event{Time: 1, Type: typ, Message: "{}", Format: hms.FormatJSON}
+		evs[i] = message.Event{Time: 1, Type: typ, Message: "{}", Format: message.FormatJSON}
 	}
 	s.Append(evs...)
 }
 
-func ids(evs []hms.Event) []int64 {
+func ids(evs []message.Event) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.ID

@@ -1,11 +1,14 @@
 package hms
 
-import "github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+import (
+	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/hms/message"
+)
 
 // ThriftEvent is the wire form of e, for the tests that build metastore replies
 // by hand: the encoding the fake metastore uses (hmstest's thriftEvent), which
 // is not hms's API, since hms only ever reads events.
-func ThriftEvent(e Event) *hmsthrift.NotificationEvent {
+func ThriftEvent(e message.Event) *hmsthrift.NotificationEvent {
 	t := &hmsthrift.NotificationEvent{
 		EventId:   e.ID,
 		EventTime: e.Time,
@@ -25,12 +28,4 @@ func ThriftEvent(e Event) *hmsthrift.NotificationEvent {
 		t.CatName = &e.Catalog
 	}
 	return t
-}
-
-// FullReading returns d without the decoder's shortcuts (reading only a prefix
-// of an embedded object, the table cache), for the tests that compare both
-// ways on the fake metastore's workloads.
-func FullReading(d Decoder) Decoder {
-	d.fullReading = true
-	return d
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Continuity says how a fetched batch relates to the id it was fetched after.
@@ -42,7 +43,7 @@ func (c Continuity) String() string {
 type Fetch struct {
 	// Events are the events after the requested id, ascending, without
 	// duplicates and without the skipped types.
-	Events     []Event
+	Events     []message.Event
 	Continuity Continuity
 	// Dropped counts events the metastore returned that were not after the
 	// requested id or repeated an id (duplicates).
@@ -79,7 +80,7 @@ func (c *Client) NextEvents(ctx context.Context, after int64, max int, skipTypes
 	if err != nil {
 		return Fetch{}, err
 	}
-	f := Fetch{Last: after, Events: make([]Event, 0, len(raw))}
+	f := Fetch{Last: after, Events: make([]message.Event, 0, len(raw))}
 	first := int64(-1)
 	for _, t := range raw {
 		if t.EventId <= f.Last {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Reading a few databases of the log (push-down). Hive 4.0.1's
@@ -40,26 +41,7 @@ import (
 // where the metastore's database compares case-sensitively (PostgreSQL,
 // Derby, Oracle). The other types name a database read back from the store
 // (lower-case) or, for CREATE_TABLE, one Hive 4 normalizes first.
-var crossDatabaseTypes = []string{EventAlterTable, EventAlterDatabase, EventCreateDatabase}
-
-// knownEventTypes are the event types Hive 4 writes (reference §3). The stream
-// of crossDatabaseTypes skips all the others; a type not listed here (a newer
-// Hive's) comes back in that stream too, which costs bytes but not correctness.
-var knownEventTypes = []string{
-	EventCreateDatabase, EventDropDatabase, EventAlterDatabase,
-	EventCreateTable, EventDropTable, EventAlterTable,
-	EventAddPartition, EventDropPartition, EventAlterPartition, EventAlterPartitions,
-	EventInsert, EventReload,
-	"OPEN_TXN", "COMMIT_TXN", "ABORT_TXN", "ALLOC_WRITE_ID_EVENT", "ACID_WRITE_EVENT", "BATCH_ACID_WRITE_EVENT",
-	"UPDATE_TBL_COL_STAT_EVENT", "UPDATE_PART_COL_STAT_EVENT", "UPDATE_PART_COL_STAT_EVENT_BATCH",
-	"DELETE_TBL_COL_STAT_EVENT", "DELETE_PART_COL_STAT_EVENT", "COMMIT_COMPACTION_EVENT",
-	"CREATE_FUNCTION", "DROP_FUNCTION",
-	"ADD_PRIMARYKEY", "ADD_FOREIGNKEY", "ADD_UNIQUECONSTRAINT", "ADD_NOTNULLCONSTRAINT",
-	"ADD_DEFAULTCONSTRAINT", "ADD_CHECKCONSTRAINT", "DROP_CONSTRAINT",
-	"CREATE_ISCHEMA", "ALTER_ISCHEMA", "DROP_ISCHEMA", "ADD_SCHEMA_VERSION", "ALTER_SCHEMA_VERSION", "DROP_SCHEMA_VERSION",
-	"CREATE_CATALOG", "ALTER_CATALOG", "DROP_CATALOG",
-	"CREATE_DATACONNECTOR", "ALTER_DATACONNECTOR", "DROP_DATACONNECTOR",
-}
+var crossDatabaseTypes = []string{message.EventAlterTable, message.EventAlterDatabase, message.EventCreateDatabase}
 
 // PushdownDatabase reports whether db can be asked for by name: Hive compares
 // the header with the request's name trimmed and lower-cased, so a name that
@@ -179,7 +161,7 @@ func (c *Client) NextEventsOfDatabases(ctx context.Context, after int64, limit i
 		}
 		return 0
 	})
-	f.Events = make([]Event, 0, len(evs))
+	f.Events = make([]message.Event, 0, len(evs))
 	seen := after
 	for _, t := range evs {
 		switch {
@@ -237,8 +219,10 @@ func (c *Client) sameConnection(conn uint64, after int64) error {
 }
 
 // crossStreamSkip is the skip list of the stream of crossDatabaseTypes: every
-// other known type and the consumer's skipTypes; nil when the consumer skips
-// the crossDatabaseTypes themselves (no such stream).
+// other known type (message.EventTypes) and the consumer's skipTypes; nil when
+// the consumer skips the crossDatabaseTypes themselves (no such stream). A type
+// not known (a newer Hive's) comes back in that stream too, which costs bytes
+// but not correctness.
 func crossStreamSkip(skipTypes []string) []string {
 	var skip []string
 	need := false
@@ -248,7 +232,7 @@ func crossStreamSkip(skipTypes []string) []string {
 	if !need {
 		return nil
 	}
-	for _, t := range knownEventTypes {
+	for _, t := range message.EventTypes() {
 		if !slices.Contains(crossDatabaseTypes, t) || slices.Contains(skipTypes, t) {
 			skip = append(skip, t)
 		}

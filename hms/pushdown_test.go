@@ -8,12 +8,13 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // ev is an event of type typ whose header names db (Hive's header rules are
 // the caller's: an ALTER_TABLE renaming a table names its new database).
-func ev(typ, db string) hms.Event {
-	return hms.Event{Time: 1, Type: typ, DB: db, Message: "{}", Format: hms.FormatJSON, Catalog: "hive"}
+func ev(typ, db string) message.Event {
+	return message.Event{Time: 1, Type: typ, DB: db, Message: "{}", Format: message.FormatJSON, Catalog: "hive"}
 }
 
 // A log of databases a, b (included) and x, read two events at a time: each
@@ -24,15 +25,15 @@ func TestNextEventsOfDatabasesBoundsAndDuplicates(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()
 	s.Append(
-		ev(hms.EventCreateTable, "a"), // 1
-		ev(hms.EventCreateTable, "x"), // 2
-		ev(hms.EventCreateTable, "b"), // 3
-		ev(hms.EventAlterTable, "a"),  // 4: in a's stream and in the rename stream
-		ev(hms.EventInsert, "x"),      // 5
-		ev(hms.EventInsert, "a"),      // 6
-		ev(hms.EventAlterTable, "x"),  // 7: a.t renamed to x.t
-		ev(hms.EventInsert, "b"),      // 8
-		ev("OPEN_TXN", ""),            // 9
+		ev(message.EventCreateTable, "a"), // 1
+		ev(message.EventCreateTable, "x"), // 2
+		ev(message.EventCreateTable, "b"), // 3
+		ev(message.EventAlterTable, "a"),  // 4: in a's stream and in the rename stream
+		ev(message.EventInsert, "x"),      // 5
+		ev(message.EventInsert, "a"),      // 6
+		ev(message.EventAlterTable, "x"),  // 7: a.t renamed to x.t
+		ev(message.EventInsert, "b"),      // 8
+		ev("OPEN_TXN", ""),                // 9
 	)
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 	ctx := ctxT(t)
@@ -72,7 +73,7 @@ func TestNextEventsOfDatabasesReadsEveryEventOnce(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()
 	dbOf := []string{"a", "x", "y", "b", "x", "x", "a", "y"}
-	types := []string{hms.EventInsert, hms.EventAlterTable, hms.EventCreateTable, hms.EventAlterDatabase, "OPEN_TXN"}
+	types := []string{message.EventInsert, message.EventAlterTable, message.EventCreateTable, message.EventAlterDatabase, "OPEN_TXN"}
 	var want []int64
 	for i := range 200 {
 		e := ev(types[i*7%len(types)], dbOf[i*3%len(dbOf)])
@@ -80,7 +81,7 @@ func TestNextEventsOfDatabasesReadsEveryEventOnce(t *testing.T) {
 			e.DB = ""
 		}
 		first, _ := s.Append(e)
-		if e.DB == "a" || e.DB == "b" || e.Type == hms.EventAlterTable || e.Type == hms.EventAlterDatabase {
+		if e.DB == "a" || e.DB == "b" || e.Type == message.EventAlterTable || e.Type == message.EventAlterDatabase {
 			want = append(want, first)
 		}
 	}
@@ -122,16 +123,16 @@ func TestNextEventsOfDatabasesGapVersusFilteredJump(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()
 	for range 8 {
-		s.Append(ev(hms.EventInsert, "x"))
+		s.Append(ev(message.EventInsert, "x"))
 	}
-	s.Append(ev(hms.EventInsert, "a")) // 9
+	s.Append(ev(message.EventInsert, "a")) // 9
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 	ctx := ctxT(t)
 	f, err := c.NextEventsOfDatabases(ctx, 0, 10, nil, []string{"a"})
 	if err != nil || f.Continuity != hms.Contiguous || !reflect.DeepEqual(ids(f.Events), []int64{9}) || f.Last != 9 {
 		t.Fatalf("jump over x's events: %v %v last %d, %v; want [9] contiguous last 9", ids(f.Events), f.Continuity, f.Last, err)
 	}
-	s.Append(ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x")) // 10, 11: nothing of a
+	s.Append(ev(message.EventInsert, "x"), ev(message.EventInsert, "x")) // 10, 11: nothing of a
 	if f, err = c.NextEventsOfDatabases(ctx, 9, 10, nil, []string{"a"}); err != nil || f.Continuity != hms.Contiguous || len(f.Events) != 0 || f.Last != 11 {
 		t.Fatalf("nothing of a after 9: %v %v last %d, %v; want none, contiguous, last 11", ids(f.Events), f.Continuity, f.Last, err)
 	}
@@ -156,7 +157,7 @@ func TestNextEventsOfDatabasesServerIgnoringTheFilter(t *testing.T) {
 		s := hmstest.NewServer()
 		s.IgnoreRequestFilters(true)
 		s.IgnoreSkipList(ignoreSkip)
-		s.Append(ev(hms.EventInsert, "x"), ev(hms.EventInsert, "a"), ev("OPEN_TXN", ""), ev(hms.EventInsert, "a"), ev(hms.EventInsert, "x"))
+		s.Append(ev(message.EventInsert, "x"), ev(message.EventInsert, "a"), ev("OPEN_TXN", ""), ev(message.EventInsert, "a"), ev(message.EventInsert, "x"))
 		c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 		ctx := ctxT(t)
 		s.RecordFetches()
@@ -198,9 +199,9 @@ func TestNextEventsOfDatabasesServerIgnoringTheFilter(t *testing.T) {
 func TestFakeFiltersAsHive4(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()
-	s.Append(ev(hms.EventInsert, "a"), ev("OPEN_TXN", ""), hms.Event{Type: hms.EventInsert, DB: "a", Message: "{}"}, ev(hms.EventInsert, "A"))
+	s.Append(ev(message.EventInsert, "a"), ev("OPEN_TXN", ""), message.Event{Type: message.EventInsert, DB: "a", Message: "{}"}, ev(message.EventInsert, "A"))
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
-	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, []string{hms.EventAlterTable, hms.EventAlterDatabase}, []string{"a"})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, []string{message.EventAlterTable, message.EventAlterDatabase}, []string{"a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,9 +220,9 @@ func TestNextEventsOfDatabasesCleanedBetweenStreams(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()
 	s.Append(
-		ev(hms.EventInsert, "a"), // 1
-		ev(hms.EventInsert, "b"), // 2: cleaned before b's stream is read
-		ev(hms.EventInsert, "b"), // 3
+		ev(message.EventInsert, "a"), // 1
+		ev(message.EventInsert, "b"), // 2: cleaned before b's stream is read
+		ev(message.EventInsert, "b"), // 3
 	)
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 	var cleaned atomic.Bool
@@ -248,7 +249,7 @@ func TestNextEventsOfDatabasesCountsTheFilteredDatabases(t *testing.T) {
 	for _, ignore := range []bool{false, true} {
 		s := hmstest.NewServer()
 		s.IgnoreRequestFilters(ignore)
-		s.Append(ev(hms.EventInsert, "a"), ev(hms.EventInsert, "x"), ev(hms.EventInsert, "b"))
+		s.Append(ev(message.EventInsert, "a"), ev(message.EventInsert, "x"), ev(message.EventInsert, "b"))
 		c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 		want := 2
 		if ignore {
@@ -280,7 +281,7 @@ func TestNextEventsOfDatabasesCountsTheFilteredDatabases(t *testing.T) {
 func TestNextEventsOfDatabasesCreateDatabaseSpelledInUpperCase(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()
-	s.Append(ev(hms.EventCreateDatabase, "Sales"), ev(hms.EventCreateDatabase, "HR"))
+	s.Append(ev(message.EventCreateDatabase, "Sales"), ev(message.EventCreateDatabase, "HR"))
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, nil, []string{"sales"})
 	if err != nil {
@@ -302,10 +303,10 @@ func TestNextEventsOfDatabasesLogReplacedBetweenCurrentIDAndStreams(t *testing.T
 	defer s.Close()
 	s.SetMetastoreUUID("") // a restored copy would not tell by its uuid either
 	for range 5 {
-		s.Append(ev(hms.EventInsert, "a")) // 1..5
+		s.Append(ev(message.EventInsert, "a")) // 1..5
 	}
 	for range 5 {
-		s.Append(ev(hms.EventInsert, "x")) // 6..10
+		s.Append(ev(message.EventInsert, "x")) // 6..10
 	}
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 	var replaced atomic.Bool
@@ -313,7 +314,7 @@ func TestNextEventsOfDatabasesLogReplacedBetweenCurrentIDAndStreams(t *testing.T
 	s.AfterFetch(func(f hmstest.ServedFetch) {
 		if f.DB == "a" && replaced.CompareAndSwap(false, true) {
 			s.Reset(1)
-			s.Append(ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x"), ev(hms.EventInsert, "x")) // 1..3
+			s.Append(ev(message.EventInsert, "x"), ev(message.EventInsert, "x"), ev(message.EventInsert, "x")) // 1..3
 			close(newLog)
 		}
 	})

@@ -10,9 +10,10 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
-func hmsResponse(evs ...hms.Event) *hmsthrift.NotificationEventResponse {
+func hmsResponse(evs ...message.Event) *hmsthrift.NotificationEventResponse {
 	r := &hmsthrift.NotificationEventResponse{}
 	for _, e := range evs {
 		r.Events = append(r.Events, hms.ThriftEvent(e))
@@ -37,7 +38,7 @@ func FuzzThriftReply(f *testing.F) {
 	vp := thrift.NewTBinaryProtocolConf(valid, nil)
 	ctx := context.Background()
 	_ = vp.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0)
-	resp := hmsResponse(hms.Event{ID: 1, Type: "INSERT", Message: "{}"}, hms.Event{ID: 2, Type: "\xff", Message: "x"})
+	resp := hmsResponse(message.Event{ID: 1, Type: "INSERT", Message: "{}"}, message.Event{ID: 2, Type: "\xff", Message: "x"})
 	_ = resp.Write(ctx, vp)
 	_ = vp.WriteFieldStop(ctx)
 	f.Add(valid.Bytes())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // craftedMetastore answers every call on loopback with what reply writes after
@@ -96,7 +97,7 @@ func TestReplyBytesAreBudgeted(t *testing.T) {
 		_ = p.WriteFieldBegin(ctx, "events", thrift.LIST, 1)
 		_ = p.WriteListBegin(ctx, thrift.STRUCT, 8)
 		for i := range 8 {
-			ev := hms.ThriftEvent(hms.Event{ID: int64(i + 1), Type: "INSERT", Message: big})
+			ev := hms.ThriftEvent(message.Event{ID: int64(i + 1), Type: "INSERT", Message: big})
 			if ev.Write(ctx, p) != nil {
 				return
 			}
@@ -150,7 +151,7 @@ func TestOversizedBatchIsReadInSmallerBatches(t *testing.T) {
 	defer s.Close()
 	big := strings.Repeat("x", 1<<20)
 	for range 8 {
-		s.Append(hms.Event{Type: "INSERT", Message: big, Format: hms.FormatJSON})
+		s.Append(message.Event{Type: "INSERT", Message: big, Format: message.FormatJSON})
 	}
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}, MaxReplyBytes: 3 << 20})
 	var got int64

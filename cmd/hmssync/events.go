@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/eventlines"
 )
@@ -29,7 +30,7 @@ func eventsCommand() *cli.Command {
 					"Each descriptor is printed as one line; an undecodable event prints {\"event_id\":N,\"error\":\"...\"}.\n" +
 					"Decoding goes on after errors; the exit status is 1 if any event failed.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "hms-catalog", Value: hms.DefaultCatalog, Usage: "HMS catalog to follow; events of other catalogs give no descriptors"},
+					&cli.StringFlag{Name: "hms-catalog", Value: message.DefaultCatalog, Usage: "HMS catalog to follow; events of other catalogs give no descriptors"},
 				},
 				Action: func(c *cli.Context) error {
 					failed, err := eventlines.Decode(c.App.Reader, c.App.Writer, c.String("hms-catalog"))
@@ -49,7 +50,7 @@ func eventsCommand() *cli.Command {
 					&cli.StringFlag{Name: "hms", Required: true, Usage: "metastore URIs, comma-separated: thrift://h:9083[,thrift://h2:9083]"},
 					&cli.Int64Flag{Name: "from", Value: -1, Usage: "print events after this id (default: the current id, i.e. only new events)"},
 					&cli.BoolFlag{Name: "decode", Usage: "print each event's descriptors after it"},
-					&cli.StringFlag{Name: "hms-catalog", Value: hms.DefaultCatalog, Usage: "HMS catalog for --decode"},
+					&cli.StringFlag{Name: "hms-catalog", Value: message.DefaultCatalog, Usage: "HMS catalog for --decode"},
 					&cli.DurationFlag{Name: "poll", Value: time.Second, Usage: "wait between polls when caught up"},
 					&cli.IntFlag{Name: "batch", Value: 500, Usage: "events per fetch"},
 					&cli.BoolFlag{Name: "framed", Usage: "framed Thrift transport"},
@@ -94,7 +95,7 @@ func tailEvents(c *cli.Context) error {
 	}
 	return eventlines.Tail(ctx, client, c.App.Writer, c.App.ErrWriter, eventlines.TailOptions{
 		From: c.Int64("from"), Batch: c.Int("batch"), Poll: c.Duration("poll"),
-		Decode: c.Bool("decode"), Decoder: hms.NewDecoder(c.String("hms-catalog")),
+		Decode: c.Bool("decode"), Decoder: message.NewDecoder(c.String("hms-catalog")),
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // ControlHandler is the HTTP control API of `hmssync dev hms` (documented in
@@ -108,13 +108,13 @@ const maxEventsBody = 256 << 20
 func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	sc := bufio.NewScanner(io.LimitReader(r.Body, maxEventsBody))
 	sc.Buffer(nil, maxEventsBody)
-	var evs []hms.Event
+	var evs []message.Event
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
 		if len(trimSpace(b)) == 0 {
 			continue
 		}
-		var e hms.Event
+		var e message.Event
 		if err := json.Unmarshal(b, &e); err != nil {
 			httpError(w, http.StatusBadRequest, fmt.Sprintf("line %d: not a NotificationEvent JSON object: %v; nothing appended", line, err))
 			return

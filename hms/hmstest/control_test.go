@@ -14,6 +14,7 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 func runtime_Gosched() { runtime.Gosched() }
@@ -41,7 +42,7 @@ func TestControlAPI(t *testing.T) {
 		t.Fatalf("POST /events: %d %s", code, body)
 	}
 	evs := s.Events()
-	want := []hms.Event{
+	want := []message.Event{
 		{ID: 1, Time: 5, Type: "CREATE_DATABASE", DB: "a", Message: `{"db":"a"}`, Format: "json-0.2", Catalog: "hive"},
 		{ID: 2, Time: 6, Type: "OPEN_TXN", Message: `{}`},
 	}
@@ -89,7 +90,7 @@ func TestControlAPIRepeatFault(t *testing.T) {
 	h := httptest.NewServer(s.ControlHandler())
 	defer h.Close()
 	for range 6 {
-		s.Append(hms.Event{Time: 1, Type: "OPEN_TXN", Message: "{}", Format: hms.FormatJSON})
+		s.Append(message.Event{Time: 1, Type: "OPEN_TXN", Message: "{}", Format: message.FormatJSON})
 	}
 
 	if code, body := post(t, h.URL+"/faults", `{"method":"get_next_notification","repeat":true,"times":1}`); code != 200 || !strings.Contains(body, `"repeat":true`) {
@@ -120,7 +121,7 @@ func TestControlAPIRepeatFault(t *testing.T) {
 	}
 }
 
-func eventIDs(evs []hms.Event) []int64 {
+func eventIDs(evs []message.Event) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.ID

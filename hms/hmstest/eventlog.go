@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Format chooses how the mutations encode messages.
@@ -28,7 +28,7 @@ const (
 // Thrift handlers never wait for a mutation building messages.
 type eventLog struct {
 	mu     sync.Mutex
-	events []hms.Event
+	events []message.Event
 	next   int64 // the id the next event gets
 	format Format
 	now    func() time.Time
@@ -49,7 +49,7 @@ func newEventLog() eventLog {
 
 // Append adds events with new consecutive ids, keeping every other field
 // verbatim, and returns the first and last id given (0, 0 for no events).
-func (s *Server) Append(evs ...hms.Event) (first, last int64) {
+func (s *Server) Append(evs ...message.Event) (first, last int64) {
 	l := &s.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -84,10 +84,10 @@ func (s *Server) OldestEventID() int64 {
 }
 
 // Events returns a copy of the events kept, ascending.
-func (s *Server) Events() []hms.Event {
+func (s *Server) Events() []message.Event {
 	s.log.mu.Lock()
 	defer s.log.mu.Unlock()
-	return append([]hms.Event(nil), s.log.events...)
+	return append([]message.Event(nil), s.log.events...)
 }
 
 // Clean drops the events with ids below before, as the metastore's cleaner does
@@ -97,7 +97,7 @@ func (s *Server) Clean(before int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].ID >= before })
-	l.events = append([]hms.Event(nil), l.events[i:]...)
+	l.events = append([]message.Event(nil), l.events[i:]...)
 }
 
 // Reset empties the log and makes next the id the next event gets, as when a
@@ -131,11 +131,11 @@ func (s *Server) SetFormat(f Format) {
 // (events without one count as of every catalog) and database db: the events
 // get_notification_events_count counts and the control API lists.
 // get_next_notification filters as Hive does instead (served).
-func (l *eventLog) after(id int64, max int, catalog, db string) []hms.Event {
+func (l *eventLog) after(id int64, max int, catalog, db string) []message.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].ID > id })
-	var out []hms.Event
+	var out []message.Event
 	for _, e := range l.events[i:] {
 		if max > 0 && len(out) == max {
 			break
@@ -154,7 +154,7 @@ func (l *eventLog) after(id int64, max int, catalog, db string) []hms.Event {
 // catName, dbName or tableName differ from the request's trimmed, lower-cased
 // names. Headers are compared as stored, so an event without a dbName never
 // matches a dbName filter.
-func (l *eventLog) served(id int64, max int, skip []string, catalog, db *string, tables []string) []hms.Event {
+func (l *eventLog) served(id int64, max int, skip []string, catalog, db *string, tables []string) []message.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ignoreFilters {
@@ -169,7 +169,7 @@ func (l *eventLog) served(id int64, max int, skip []string, catalog, db *string,
 		tableNames = append(tableNames, norm(t))
 	}
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].ID > id })
-	var out []hms.Event
+	var out []message.Event
 	for _, e := range l.events[i:] {
 		if max > 0 && len(out) == max {
 			break
@@ -196,10 +196,10 @@ func contains(list []string, s string) bool {
 
 // withDuplicates returns evs with each event twice, preceded by the event with id
 // after if it is kept: what a metastore with duplicate ids would return.
-func (l *eventLog) withDuplicates(after int64, evs []hms.Event) []hms.Event {
+func (l *eventLog) withDuplicates(after int64, evs []message.Event) []message.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []hms.Event
+	var out []message.Event
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].ID >= after })
 	if i < len(l.events) && l.events[i].ID == after {
 		out = append(out, l.events[i])

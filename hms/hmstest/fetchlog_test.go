@@ -8,6 +8,7 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The fetch log tells consumers apart by their set_ugi user and records what
@@ -16,7 +17,7 @@ func TestFetchLogNamesTheConsumer(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()
 	for range 5 {
-		s.Append(hms.Event{Type: "CREATE_DATABASE", DB: "d", Message: "{}"})
+		s.Append(message.Event{Type: "CREATE_DATABASE", DB: "d", Message: "{}"})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // get_next_notification filters as Hive 4.0.1's ObjectStore.getNextNotification
@@ -19,11 +19,11 @@ func TestGetNextNotificationFiltersAsHive4(t *testing.T) {
 	s := NewServer()
 	defer s.Close()
 	s.Append(
-		hms.Event{Type: hms.EventInsert, DB: "sales", Table: "orders", Catalog: "hive", Message: "{}"}, // 1
-		hms.Event{Type: "OPEN_TXN", Message: "{}"},                                                     // 2: no db, no catalog
-		hms.Event{Type: hms.EventInsert, DB: "sales", Table: "items", Message: "{}"},                   // 3: no catalog
-		hms.Event{Type: hms.EventInsert, DB: "Sales", Table: "orders", Catalog: "hive", Message: "{}"}, // 4: stored upper-case
-		hms.Event{Type: hms.EventInsert, DB: "hr", Table: "orders", Catalog: "spark", Message: "{}"},   // 5
+		message.Event{Type: message.EventInsert, DB: "sales", Table: "orders", Catalog: "hive", Message: "{}"}, // 1
+		message.Event{Type: "OPEN_TXN", Message: "{}"},                                                         // 2: no db, no catalog
+		message.Event{Type: message.EventInsert, DB: "sales", Table: "items", Message: "{}"},                   // 3: no catalog
+		message.Event{Type: message.EventInsert, DB: "Sales", Table: "orders", Catalog: "hive", Message: "{}"}, // 4: stored upper-case
+		message.Event{Type: message.EventInsert, DB: "hr", Table: "orders", Catalog: "spark", Message: "{}"},   // 5
 	)
 	str := func(v string) *string { return &v }
 	cases := []struct {

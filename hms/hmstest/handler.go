@@ -3,8 +3,8 @@ package hmstest
 import (
 	"context"
 
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/internal/gen/hmsthrift"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Version is what the fake reports as its metastore version (fb303 getVersion).
@@ -79,7 +79,7 @@ func (h handler) GetNotificationEventsCount(_ context.Context, r *hmsthrift.Noti
 
 // thriftEvent converts e to the wire struct; empty optional fields are left
 // unset, as a metastore that has no value for them sends them.
-func thriftEvent(e hms.Event) *hmsthrift.NotificationEvent {
+func thriftEvent(e message.Event) *hmsthrift.NotificationEvent {
 	t := &hmsthrift.NotificationEvent{
 		EventId:   e.ID,
 		EventTime: e.Time,

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The message types below reproduce the JSON Hive's JSONMessageFactory writes:
@@ -227,19 +227,19 @@ func (l *eventLog) gzipMessage(text string) (string, error) {
 
 // appendMessage appends one event of the given type with msg encoded in the
 // server's format, and returns it.
-func (s *Server) appendMessage(typ, db, table string, now int64, msg any) (hms.Event, error) {
+func (s *Server) appendMessage(typ, db, table string, now int64, msg any) (message.Event, error) {
 	text, err := encodeMessage(msg)
 	if err != nil {
-		return hms.Event{}, err
+		return message.Event{}, err
 	}
 	l := &s.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := hms.Event{ID: l.next, Time: int32(now), Type: typ, DB: db, Table: table, Catalog: "hive", Format: hms.FormatJSON, Message: text}
+	e := message.Event{ID: l.next, Time: int32(now), Type: typ, DB: db, Table: table, Catalog: "hive", Format: message.FormatJSON, Message: text}
 	if l.format == FormatGzip || (l.format == FormatMixed && e.ID%2 == 0) {
-		e.Format = hms.FormatGzip
+		e.Format = message.FormatGzip
 		if e.Message, err = l.gzipMessage(text); err != nil {
-			return hms.Event{}, fmt.Errorf("hmstest: gzip: %w", err)
+			return message.Event{}, fmt.Errorf("hmstest: gzip: %w", err)
 		}
 	}
 	l.next++

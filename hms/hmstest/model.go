@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Errors of the mutations, for errors.Is.
@@ -118,7 +118,7 @@ func (s *Server) CreateDatabase(db string) error {
 	if db == "" {
 		return errors.New("hmstest: empty database name")
 	}
-	_, err := s.appendMessage(hms.EventCreateDatabase, db, "", s.now(),
+	_, err := s.appendMessage(message.EventCreateDatabase, db, "", s.now(),
 		databaseMessage{head: s.hdr(), DB: db, DBJSON: databaseTJSON(db), Timestamp: s.now()})
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func (s *Server) DropDatabase(db string) error {
 		}
 	}
 	now := s.now()
-	if _, err := s.appendMessage(hms.EventDropDatabase, db, "", now,
+	if _, err := s.appendMessage(message.EventDropDatabase, db, "", now,
 		databaseMessage{head: s.hdr(), DB: db, DBJSON: databaseTJSON(db), Timestamp: now}); err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (s *Server) RenameDatabase(old, new string) error {
 		return fmt.Errorf("hmstest: database %q: %w", new, ErrExists)
 	}
 	now := s.now()
-	if _, err := s.appendMessage(hms.EventAlterDatabase, old, "", now, alterDatabaseMessage{
+	if _, err := s.appendMessage(message.EventAlterDatabase, old, "", now, alterDatabaseMessage{
 		head: s.hdr(), DB: old, Before: databaseTJSON(old), After: databaseTJSON(new), Timestamp: now}); err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (s *Server) CreateTable(t Table) error {
 	t.PartitionKeys = append([]string(nil), t.PartitionKeys...)
 	now := s.now()
 	ts := &tableState{Table: t, created: int32(now), ddlTime: int32(now), partitions: map[string]*partitionState{}}
-	if _, err := s.appendMessage(hms.EventCreateTable, t.DB, t.Name, now, createTableMessage{
+	if _, err := s.appendMessage(message.EventCreateTable, t.DB, t.Name, now, createTableMessage{
 		head: s.hdr(), DB: t.DB, Table: t.Name, TableType: ts.tableType(), TableObj: ts.obj(), Timestamp: now, Files: []string{}}); err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (s *Server) DropTable(db, table string) error {
 
 func (s *Server) dropTableLocked(d *databaseState, t *tableState) error {
 	now := s.now()
-	if _, err := s.appendMessage(hms.EventDropTable, t.DB, t.Name, now, dropTableMessage{
+	if _, err := s.appendMessage(message.EventDropTable, t.DB, t.Name, now, dropTableMessage{
 		head: s.hdr(), DB: t.DB, Table: t.Name, TableType: t.tableType(), TableObj: t.obj(), Timestamp: now}); err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (s *Server) RenameTable(db, table, newDB, newTable string) error {
 	renamed.DB, renamed.Name, renamed.tjson = newDB, newTable, ""
 	now := s.now()
 	renamed.ddlTime = int32(now)
-	if _, err := s.appendMessage(hms.EventAlterTable, newDB, newTable, now, alterTableMessage{
+	if _, err := s.appendMessage(message.EventAlterTable, newDB, newTable, now, alterTableMessage{
 		head: s.hdr(), DB: db, Table: table, TableType: t.tableType(), Before: before, After: renamed.obj(),
 		IsTruncateOp: "false", Timestamp: now}); err != nil {
 		return err
@@ -285,7 +285,7 @@ func (s *Server) AlterTable(db, table string) error {
 	}
 	now := s.now()
 	after.ddlTime = int32(now)
-	if _, err := s.appendMessage(hms.EventAlterTable, db, table, now, alterTableMessage{
+	if _, err := s.appendMessage(message.EventAlterTable, db, table, now, alterTableMessage{
 		head: s.hdr(), DB: db, Table: table, TableType: t.tableType(), Before: before, After: after.obj(),
 		IsTruncateOp: "false", Timestamp: now}); err != nil {
 		return err
@@ -306,7 +306,7 @@ func (s *Server) partitionedTable(db, table string) (*tableState, error) {
 }
 
 func (s *Server) partition(t *tableState, values []string) (*partitionState, string, error) {
-	name, err := hms.PartitionName(t.PartitionKeys, values)
+	name, err := message.PartitionName(t.PartitionKeys, values)
 	if err != nil {
 		return nil, "", fmt.Errorf("hmstest: table %s.%s: %w", t.DB, t.Name, err)
 	}
@@ -344,7 +344,7 @@ func (s *Server) AddPartitions(db, table string, values ...[]string) error {
 		msg.PartitionList = append(msg.PartitionList, t.partitionObj(np))
 		msg.PartitionFiles = append(msg.PartitionFiles, partitionFiles{PartitionName: name, Files: []string{}})
 	}
-	if _, err := s.appendMessage(hms.EventAddPartition, db, table, now, msg); err != nil {
+	if _, err := s.appendMessage(message.EventAddPartition, db, table, now, msg); err != nil {
 		return err
 	}
 	for _, p := range added {
@@ -378,7 +378,7 @@ func (s *Server) DropPartitions(db, table string, values ...[]string) error {
 		names = append(names, name)
 		msg.Partitions = append(msg.Partitions, spec(t.PartitionKeys, v))
 	}
-	if _, err := s.appendMessage(hms.EventDropPartition, db, table, now, msg); err != nil {
+	if _, err := s.appendMessage(message.EventDropPartition, db, table, now, msg); err != nil {
 		return err
 	}
 	for _, n := range names {
@@ -413,7 +413,7 @@ func (s *Server) AlterPartition(db, table string, before, after []string) error 
 	}
 	now := s.now()
 	np := &partitionState{values: append([]string(nil), after...), name: newName, created: p.created, ddlTime: int32(now)}
-	if _, err := s.appendMessage(hms.EventAlterPartition, db, table, now, alterPartitionMessage{
+	if _, err := s.appendMessage(message.EventAlterPartition, db, table, now, alterPartitionMessage{
 		head: s.hdr(), DB: db, Table: table, TableType: t.tableType(), TableObj: t.obj(), IsTruncateOp: "false",
 		Timestamp: now, KeyValues: spec(t.PartitionKeys, before), Before: t.partitionObj(p), After: t.partitionObj(np)}); err != nil {
 		return err
@@ -452,7 +452,7 @@ func (s *Server) AlterPartitions(db, table string, values ...[]string) error {
 	if len(altered) == 0 {
 		return errors.New("hmstest: AlterPartitions without partitions")
 	}
-	if _, err := s.appendMessage(hms.EventAlterPartitions, db, table, now, msg); err != nil {
+	if _, err := s.appendMessage(message.EventAlterPartitions, db, table, now, msg); err != nil {
 		return err
 	}
 	for _, p := range altered {
@@ -484,7 +484,7 @@ func (s *Server) Insert(db, table string, values []string) error {
 		obj := t.partitionObj(p)
 		msg.PtnObj = &obj
 	}
-	_, err = s.appendMessage(hms.EventInsert, db, table, now, msg)
+	_, err = s.appendMessage(message.EventInsert, db, table, now, msg)
 	return err
 }
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/hmssync/hmssync/change"
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 func must(t *testing.T, err error) {
@@ -90,7 +90,7 @@ func TestMutationsWriteHiveEvents(t *testing.T) {
 		formats := map[string]bool{}
 		for _, e := range evs {
 			formats[e.Format] = true
-			ds, err := hms.Decoder{}.Decode(e)
+			ds, err := message.Decoder{}.Decode(e)
 			if err != nil {
 				t.Fatalf("format %d: %v", format, err)
 			}
@@ -102,9 +102,9 @@ func TestMutationsWriteHiveEvents(t *testing.T) {
 			t.Errorf("format %d: decoded\n%v\nwant\n%v", format, got, want)
 		}
 		wantFormats := map[hmstest.Format]map[string]bool{
-			hmstest.FormatJSON:  {hms.FormatJSON: true},
-			hmstest.FormatGzip:  {hms.FormatGzip: true},
-			hmstest.FormatMixed: {hms.FormatJSON: true, hms.FormatGzip: true},
+			hmstest.FormatJSON:  {message.FormatJSON: true},
+			hmstest.FormatGzip:  {message.FormatGzip: true},
+			hmstest.FormatMixed: {message.FormatJSON: true, message.FormatGzip: true},
 		}[format]
 		if !reflect.DeepEqual(formats, wantFormats) {
 			t.Errorf("format %d: message formats %v, want %v", format, formats, wantFormats)

@@ -6,7 +6,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // stateVersion is the version of the saved state's layout.
@@ -16,11 +16,11 @@ const stateVersion = 1
 // writes them: enough for a restarted server to continue the same log (the
 // same event ids, the next id after the last one) over the same objects.
 type savedState struct {
-	Version     int         `json:"version"`
-	NextEventID int64       `json:"next_event_id"`
-	NextTxnID   int64       `json:"next_txn_id"`
-	Events      []hms.Event `json:"events"`
-	Databases   []savedDB   `json:"databases"`
+	Version     int             `json:"version"`
+	NextEventID int64           `json:"next_event_id"`
+	NextTxnID   int64           `json:"next_txn_id"`
+	Events      []message.Event `json:"events"`
+	Databases   []savedDB       `json:"databases"`
 }
 
 type savedDB struct {
@@ -47,7 +47,7 @@ type savedPartition struct {
 func (s *Server) SaveState(w io.Writer) error {
 	s.model.mu.Lock()
 	s.log.mu.Lock()
-	st := savedState{Version: stateVersion, NextEventID: s.log.next, NextTxnID: s.model.nextTxn, Events: append([]hms.Event{}, s.log.events...)}
+	st := savedState{Version: stateVersion, NextEventID: s.log.next, NextTxnID: s.model.nextTxn, Events: append([]message.Event{}, s.log.events...)}
 	s.log.mu.Unlock()
 	for _, d := range s.model.dbs {
 		sd := savedDB{Name: d.name}

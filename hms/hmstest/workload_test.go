@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/hmssync/hmssync/change"
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // replay applies descriptors to a catalog model the way an FE cache would, written
@@ -57,7 +57,7 @@ func TestWorkloadLogMatchesTruth(t *testing.T) {
 	types := map[string]int{}
 	for _, e := range s.Events() {
 		types[e.Type]++
-		ds, err := hms.Decoder{}.Decode(e)
+		ds, err := message.Decoder{}.Decode(e)
 		must(t, err)
 		for _, d := range ds {
 			replay(t, cat, d)
@@ -86,7 +86,7 @@ func TestPreloadMix(t *testing.T) {
 		if e.Type == "ADD_PARTITION" || e.Type == "ALTER_PARTITION" || e.Type == "DROP_PARTITION" {
 			partition++
 		}
-		if e.Format == hms.FormatGzip {
+		if e.Format == message.FormatGzip {
 			gz++
 		}
 	}

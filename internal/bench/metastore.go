@@ -21,6 +21,7 @@ import (
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 	"github.com/hmssync/hmssync/internal/names"
 )
@@ -357,7 +358,7 @@ func metastoreClient(ctx context.Context, uri string) (*hms.Client, error) {
 // fetchBatch reads the next batch after after, at most o.BatchSize events and
 // never beyond o.To, and refuses a gap (events cleaned: the backlog is not what
 // was measured before).
-func fetchBatch(ctx context.Context, hc *hms.Client, o MetastoreOptions, after int64) ([]hms.Event, error) {
+func fetchBatch(ctx context.Context, hc *hms.Client, o MetastoreOptions, after int64) ([]message.Event, error) {
 	f, err := hc.NextEvents(ctx, after, int(min(int64(o.BatchSize), o.To-after)), nil)
 	if err != nil {
 		return nil, fmt.Errorf("fetch after %d: %w", after, err)
@@ -381,7 +382,7 @@ func fetchLoop(ctx context.Context, o MetastoreOptions, decode bool) (fetchSampl
 	}
 	defer hc.Close()
 	var s fetchSample
-	dec := hms.NewDecoder("")
+	dec := message.NewDecoder("")
 	t0 := time.Now()
 	for after := o.From; after < o.To; {
 		evs, err := fetchBatch(ctx, hc, o, after)
@@ -402,7 +403,7 @@ func fetchLoop(ctx context.Context, o MetastoreOptions, decode bool) (fetchSampl
 	return s, nil
 }
 
-func (s *fetchSample) add(evs []hms.Event) {
+func (s *fetchSample) add(evs []message.Event) {
 	s.events += int64(len(evs))
 	for _, e := range evs {
 		s.bytes += int64(len(e.Message))
@@ -421,7 +422,7 @@ func fetchDecodePipelined(ctx context.Context, o MetastoreOptions) (fetchSample,
 	defer hc.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	type fetched struct {
-		evs []hms.Event
+		evs []message.Event
 		err error
 	}
 	ch := make(chan fetched)
@@ -444,7 +445,7 @@ func fetchDecodePipelined(ctx context.Context, o MetastoreOptions) (fetchSample,
 		}
 	})
 	var s fetchSample
-	dec := hms.NewDecoder("")
+	dec := message.NewDecoder("")
 	for f := range ch {
 		if f.err != nil {
 			return s, f.err
@@ -470,7 +471,7 @@ const minEventsPerDecoder = 64
 // fetch over GOMAXPROCS goroutines only when no other fetch is in flight). It returns the
 // number of descriptors; an event that does not decode is an error, since a
 // sidecar would self-heal on it and the drain would not be comparable.
-func decodeSpread(dec hms.Decoder, evs []hms.Event, workers int) (int, error) {
+func decodeSpread(dec message.Decoder, evs []message.Event, workers int) (int, error) {
 	counts := make([]int, len(evs))
 	errs := make([]error, len(evs))
 	workers = max(1, min(workers, len(evs)/minEventsPerDecoder))

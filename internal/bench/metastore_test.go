@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // TestMain makes this test binary act as `hmssync run --config FILE` when the
@@ -56,7 +56,7 @@ func TestRunMetastoreAgainstTheFakeMetastore(t *testing.T) {
 		}
 		wantEvents++
 		wantBytes += int64(len(ev.Message))
-		ds, err := hms.Decoder{}.Decode(ev)
+		ds, err := message.Decoder{}.Decode(ev)
 		if err != nil {
 			t.Fatalf("event %d of the fake's mix does not decode: %v", ev.ID, err)
 		}

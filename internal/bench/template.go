@@ -4,15 +4,15 @@ import (
 	"fmt"
 
 	"github.com/hmssync/hmssync/change"
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // benchTemplate is the backlog every run drains: the mix, generated
 // once per invocation by the fake metastore's own workload, then appended
 // verbatim (with new ids) to each run's fresh metastore.
 type benchTemplate struct {
-	events []hms.Event
+	events []message.Event
 	// src holds the same events, for the raw fetch loop.
 	src *hmstest.Server
 	// touched[i] is what event i changes in an FE's caches, derived from the
@@ -34,7 +34,7 @@ func newBenchTemplate(n int) (*benchTemplate, error) {
 		return nil, fmt.Errorf("bench: preload %d events: %w", n, err)
 	}
 	t := &benchTemplate{events: src.Events(), src: src}
-	dec := hms.NewDecoder("")
+	dec := message.NewDecoder("")
 	for _, ev := range t.events {
 		ds, err := dec.Decode(ev)
 		if err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/config"
 )
 
@@ -583,7 +583,7 @@ type appendMark struct {
 // appendAtRate appends events (cycling through evs, which get new ids) at rate
 // per second for d, in small groups every 2 ms, and records when each group was
 // appended.
-func appendAtRate(ctx context.Context, srv *hmstest.Server, evs []hms.Event, rate float64, d time.Duration) []appendMark {
+func appendAtRate(ctx context.Context, srv *hmstest.Server, evs []message.Event, rate float64, d time.Duration) []appendMark {
 	var marks []appendMark
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
@@ -596,7 +596,7 @@ func appendAtRate(ctx context.Context, srv *hmstest.Server, evs []hms.Event, rat
 			return marks
 		}
 		if due := int(rate*el.Seconds()) - sent; due > 0 {
-			group := make([]hms.Event, due)
+			group := make([]message.Event, due)
 			for i := range group {
 				group[i] = evs[k%len(evs)]
 				k++

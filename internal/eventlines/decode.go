@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Decode decodes NotificationEvent JSON lines from in and writes descriptor
@@ -17,13 +17,13 @@ func Decode(in io.Reader, out io.Writer, catalog string) (failed int, err error)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30) // messages of thousands of partitions are large
 	w := bufio.NewWriter(out)
-	dec := hms.NewDecoder(catalog)
+	dec := message.NewDecoder(catalog)
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
-		var ev hms.Event
+		var ev message.Event
 		if err := json.Unmarshal(b, &ev); err != nil {
 			failed++
 			if err := writeLine(w, decodeFailure{EventID: ev.ID, Error: fmt.Sprintf("input line %d is not a NotificationEvent JSON object: %v", line, err)}); err != nil {
@@ -52,7 +52,7 @@ type decodeFailure struct {
 
 // writeDecoded writes ev's descriptors, or its error line; a decode failure is
 // returned (after its line is written) so that callers can count it.
-func writeDecoded(w io.Writer, dec hms.Decoder, ev hms.Event) error {
+func writeDecoded(w io.Writer, dec message.Decoder, ev message.Event) error {
 	descs, derr := dec.Decode(ev)
 	if derr != nil {
 		if err := writeLine(w, decodeFailure{EventID: ev.ID, Error: derr.Error()}); err != nil {
@@ -71,7 +71,7 @@ func writeDecoded(w io.Writer, dec hms.Decoder, ev hms.Event) error {
 // isDecodeError tells a bad event (counted, and the output goes on) from an
 // I/O error (which ends it).
 func isDecodeError(err error) bool {
-	var de *hms.DecodeError
+	var de *message.DecodeError
 	return errors.As(err, &de)
 }
 

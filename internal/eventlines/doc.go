@@ -1,6 +1,6 @@
 // Package eventlines is the metastore's notification log as JSON lines, for
-// people and scripts: Decode turns NotificationEvent lines (hms.Event's JSON
+// people and scripts: Decode turns NotificationEvent lines (message.Event's JSON
 // form) into change descriptor lines, and Tail follows a live metastore's log,
 // optionally with each event's descriptors. They are `hmssync events decode`
-// and `hmssync events tail`; the decoding is the sidecar's own (hms.Decoder).
+// and `hmssync events tail`; the decoding is the sidecar's own (message.Decoder).
 package eventlines

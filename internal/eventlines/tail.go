@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // TailOptions say where `events tail` starts and how it polls.
@@ -21,7 +22,7 @@ type TailOptions struct {
 	Poll  time.Duration
 	// Decode prints each event's descriptors (Decoder's) after it.
 	Decode  bool
-	Decoder hms.Decoder
+	Decoder message.Decoder
 }
 
 // Tail prints the events of client's log to out as JSON lines until ctx ends

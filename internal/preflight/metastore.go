@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // checkMetastore checks one catalog's metastore: that it answers, that its
@@ -72,7 +73,7 @@ func describeWindow(ctx context.Context, cl *hms.Client, c Catalog, oldest, cur 
 	}
 	types := map[string]int{}
 	undecodable := 0
-	dec := hms.NewDecoder(c.HMSCatalog)
+	dec := message.NewDecoder(c.HMSCatalog)
 	var firstErr error
 	for _, e := range f.Events {
 		types[e.Type]++

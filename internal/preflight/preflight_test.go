@@ -13,8 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hmssync/hmssync/applier/fetest"
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
 	"github.com/hmssync/hmssync/internal/preflight"
 )
@@ -196,7 +196,7 @@ func TestAMetastoreThatIsDownOrKeepsNoLogFails(t *testing.T) {
 
 func TestUndecodableEventsInTheWindowFail(t *testing.T) {
 	w := newWorld(t, fetest.Options{Catalogs: hiveCatalog})
-	_, last := w.hms.Append(hms.Event{Type: "CREATE_TABLE", DB: "sales", Table: "bad", Message: "{not json", Format: "json-0.2"})
+	_, last := w.hms.Append(message.Event{Type: "CREATE_TABLE", DB: "sales", Table: "bad", Message: "{not json", Format: "json-0.2"})
 	rs := preflight.Run(context.Background(), w.target())
 	r := find(t, rs, "newest")
 	if r.OK || !strings.Contains(r.Detail, "1 do not decode, first event "+itoa(last)) {

@@ -13,6 +13,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/config"
 )
 
@@ -100,7 +101,7 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		}
 		sc.hms = append(sc.hms, hc)
 		cat := agent.Catalog{
-			Name: cc.Name, Source: hc, Decoder: hms.NewDecoder(cc.HMSCatalog),
+			Name: cc.Name, Source: hc, Decoder: message.NewDecoder(cc.HMSCatalog),
 			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
 			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown,
 		}

@@ -3,7 +3,7 @@
 // The race detector makes the 300 MiB bomb take a minute and distorts heap
 // figures, so this test runs without it: .ci/run runs it on its own.
 
-package hms
+package message
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package hms
+package message
 
 import (
 	"bytes"

@@ -1,11 +1,11 @@
-package hms_test
+package message_test
 
 import (
 	"reflect"
 	"testing"
 
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The decoder's shortcuts (a prefix of a Partition, the table cache) give what
@@ -18,7 +18,7 @@ func TestDecodeShortcutsMatchFullReadingOnWorkloads(t *testing.T) {
 		if err := hmstest.Preload(srv, 5000, mix); err != nil {
 			t.Fatal(err)
 		}
-		d, full := hms.NewDecoder(""), hms.FullReading(hms.Decoder{})
+		d, full := message.NewDecoder(""), message.FullReading(message.Decoder{})
 		decoded := 0
 		for _, ev := range srv.Events() {
 			want, wantErr := full.Decode(ev)

@@ -1,10 +1,10 @@
-package hms_test
+package message_test
 
 import (
 	"testing"
 
-	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // BenchmarkDecodeWorkload decodes events written by the fake metastore, half
@@ -46,7 +46,7 @@ func decodeWorkload(b *testing.B, mix hmstest.Mix) {
 	}
 	b.SetBytes(int64(bytes / len(evs)))
 	b.ReportAllocs()
-	d := hms.NewDecoder("")
+	d := message.NewDecoder("")
 	i := 0
 	cpu := processCPU(b)
 	for b.Loop() {

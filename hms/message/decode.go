@@ -1,4 +1,4 @@
-package hms
+package message
 
 import (
 	"errors"
@@ -7,23 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/hmssync/hmssync/change"
-)
-
-// Event types whose messages the decoder reads (reference §5); every other type
-// yields no descriptor.
-const (
-	EventCreateDatabase  = "CREATE_DATABASE"
-	EventDropDatabase    = "DROP_DATABASE"
-	EventAlterDatabase   = "ALTER_DATABASE"
-	EventCreateTable     = "CREATE_TABLE"
-	EventDropTable       = "DROP_TABLE"
-	EventAlterTable      = "ALTER_TABLE"
-	EventAddPartition    = "ADD_PARTITION"
-	EventDropPartition   = "DROP_PARTITION"
-	EventAlterPartition  = "ALTER_PARTITION"
-	EventAlterPartitions = "ALTER_PARTITIONS"
-	EventInsert          = "INSERT"
-	EventReload          = "RELOAD"
 )
 
 // DefaultCatalog is the HMS catalog of events that carry none.
