@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// TestDorisLogsEachStatementWithItsDuration checks issue 4's "each statement
-// logged at debug with its duration": every statement the FE received is
+// TestDorisLogsEachStatementWithItsDuration checks that each statement is
+// logged at debug with its duration: every statement the FE received is
 // logged once, in order, naming the FE, with a duration that covers the time
 // the FE took; a failed one is logged with its class and error.
 func TestDorisLogsEachStatementWithItsDuration(t *testing.T) {

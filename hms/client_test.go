@@ -97,8 +97,8 @@ func TestNextEventsGap(t *testing.T) {
 }
 
 // A listener TTL can clean every event, leaving an empty log while the current
-// id stays where it was: a consumer behind it has missed changes (found against
-// Hive 4, whose cleaner empties an idle log).
+// id stays where it was: a consumer behind it has missed changes (Hive 4's
+// cleaner empties an idle log).
 func TestNextEventsGapWhenTheWholeLogWasCleaned(t *testing.T) {
 	s := hmstest.NewServer()
 	defer s.Close()

@@ -88,8 +88,8 @@ func TestAnnouncedListSizeIsCapped(t *testing.T) {
 	}
 }
 
-// On the unframed transport nothing bounded how much a reply could stream in;
-// each call now has a byte budget.
+// On the unframed transport nothing else bounds how much a reply can stream
+// in, so each call has a byte budget.
 func TestReplyBytesAreBudgeted(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
 	uri := craftedMetastore(t, false, func(ctx context.Context, p thrift.TProtocol) {

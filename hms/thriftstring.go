@@ -17,8 +17,8 @@ const directStringMax = 1 << 20
 // binaryProtocol is thrift's strict binary protocol with a cheaper ReadString.
 // The library reads every string of 64 bytes or more through a bytes.Buffer
 // that starts small and doubles (io.CopyN), then copies it into a string: for a
-// batch of a thousand messages of a few kilobytes that was two thirds of the
-// bytes the sidecar allocated and a sixth of its CPU time while draining. Here a
+// batch of a thousand messages of a few kilobytes that is two thirds of the
+// bytes a draining sidecar allocates and a sixth of its CPU time. Here a
 // string up to directStringMax is read once into a buffer of its exact size,
 // which becomes the string without a copy.
 type binaryProtocol struct {
@@ -35,8 +35,8 @@ type binaryProtocol struct {
 
 // Every notification event carries a handful of short strings that repeat from
 // event to event: its type, message format, catalog, database and table. Reading
-// each into a new string was five of the eleven allocations of an event read off
-// the wire; a short string already seen is returned as the same string instead.
+// each into a new string would be five of the eleven allocations of an event
+// read off the wire; a short string already seen is returned as the same string.
 // Bounded: strings of at most internMaxLen bytes, at most internMaxEntries of
 // them (the map starts over when full), about 100 KiB per connection.
 const (

@@ -78,8 +78,8 @@ func perEventHeapBound(message int) uint64 {
 }
 
 // Decompression bombs are refused by an error naming the event, with the heap
-// they cost staying within the stated bound (they used to cost ~0.9 GiB and
-// ~578 MiB).
+// they cost staying within the stated bound (read without the bounds, they
+// would cost ~0.9 GiB and ~578 MiB).
 func TestDecodeBombsStayWithinTheHeapBound(t *testing.T) {
 	// 300 MiB of blanks inside a JSON string: past any bound, yet a few hundred
 	// kilobytes compressed.

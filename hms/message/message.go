@@ -247,13 +247,13 @@ func (bufs *decodeBuffers) parseEmbedded(e embeddedText, prefixBytes int, parse 
 // the message. Partition events carry their table's whole object
 // (≈ 1 KiB, most of it the storage descriptor before the partition keys), and a
 // backlog is mostly partition events of a few tables, whose object does not
-// change between them: reading it again for each event was a fifth of the
+// change between them: reading it again for each event would be a fifth of the
 // decoder's time. A hit needs the very same bytes, and reading a text is a pure
 // function of it, so a hit gives what reading would. Only tables read without
 // error are kept. One cache serves a decoder made by NewDecoder and its copies
-// (a sidecar's catalog): kept in the pooled decode buffers it was lost at every
+// (a sidecar's catalog), not the pooled decode buffers: those are lost at every
 // other garbage collection, which a draining sidecar runs every few fetches,
-// and each decoding goroutine warmed its own. A zero Decoder has none.
+// and each decoding goroutine would warm its own. A zero Decoder has none.
 //
 // Bounded: texts of at most tableCacheMaxText bytes, in two generations of at
 // most tableCacheEntries/2 texts and tableCacheBytes/2 bytes each. When the
@@ -264,10 +264,10 @@ func (bufs *decodeBuffers) parseEmbedded(e embeddedText, prefixBytes int, parse 
 // It also keeps, for each table name an event header carries, the text last
 // read for it (knownTable): the next message of that table most likely holds
 // the same text, and comparing the message with it is far cheaper than
-// scanning a kilobyte of escapes for the string's end, which was half of the
-// decoder's JSON scanning. Bounded: at most tableCacheEntries names of at most
-// maxKnownName bytes, each referring to a text the cache holds, so they add no
-// texts to its bound.
+// scanning a kilobyte of escapes for the string's end, which would be half of
+// the decoder's JSON scanning. Bounded: at most tableCacheEntries names of at
+// most maxKnownName bytes, each referring to a text the cache holds, so they add
+// no texts to its bound.
 type tableCache struct {
 	mu            sync.Mutex
 	recent, older map[string]cachedTable

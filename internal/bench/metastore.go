@@ -276,8 +276,9 @@ func RunMetastore(ctx context.Context, o MetastoreOptions, progress io.Writer) (
 	want := o.To - o.From
 	// One raw fetch loop before the rounds, not counted: a metastore started
 	// just before (a JVM still compiling its hot paths, a database whose pages
-	// are not cached yet) served the first round's raw fetch at half the rate
-	// of the later ones, which made that round's ratios say nothing.
+	// are not cached yet) serves its first loop at half the rate of the
+	// later ones (Hive 4.0.1 on Derby), which would leave the first round's
+	// ratios saying nothing.
 	warm, err := fetchLoop(ctx, o, false)
 	if err != nil {
 		return nil, fmt.Errorf("warm-up fetch loop: %w", err)

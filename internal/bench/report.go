@@ -378,7 +378,7 @@ func (r *Report) unmeasured() {
 	}
 }
 
-// steadyP99GoalMS is issue 15's goal for the steady latency's p99.
+// steadyP99GoalMS is the goal the table marks the steady latency's p99 against.
 const steadyP99GoalMS = 300
 
 // WriteJSON writes the report as one indented JSON object.

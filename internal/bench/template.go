@@ -8,7 +8,7 @@ import (
 	"github.com/hmssync/hmssync/hms/message"
 )
 
-// benchTemplate is the backlog every run drains: the mix, generated
+// benchTemplate is the backlog every run drains: hmstest.BenchMix, generated
 // once per invocation by the fake metastore's own workload, then appended
 // verbatim (with new ids) to each run's fresh metastore.
 type benchTemplate struct {

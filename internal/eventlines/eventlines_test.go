@@ -103,8 +103,8 @@ func TestEventsTail(t *testing.T) {
 }
 
 // A metastore whose cleaner emptied the log behind the cursor answers with a gap
-// and no events: tail reports it and follows from the current id instead of
-// failing (it used to index the empty batch).
+// and no events: tail reports it and follows from the current id, without
+// indexing the empty batch.
 func TestEventsTailGapOnAnEmptiedLog(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	s := hmstest.NewServer()

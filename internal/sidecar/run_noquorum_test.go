@@ -23,8 +23,8 @@ import (
 
 // A sidecar started while etcd does not answer (no quorum, not up yet) does not
 // exit after etcd.dial_timeout: it starts, serves /readyz 503 and keeps trying,
-// and becomes ready, and syncs, once etcd is there. Under an orchestrator the
-// old exit was a crash loop.
+// and becomes ready, and syncs, once etcd is there. Under an orchestrator an
+// exit would be a crash loop.
 func TestRunStartsWhileEtcdIsDown(t *testing.T) {
 	defer goleak.VerifyNone(t, leakIgnores...)
 	srv := hmstest.NewServer()

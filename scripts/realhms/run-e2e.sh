@@ -279,7 +279,7 @@ run_encoding() { # profile format
 	fi
 }
 
-# ---- sidecar checks (issue 5) --------------------------------------------------------------------
+# ---- sidecar checks ------------------------------------------------------------------------------
 
 sidecar_ready() {
 	has_command run && has_command dev fe && "$HMSSYNC" dev fe --help >/dev/null 2>&1
