@@ -11,9 +11,9 @@ import (
 	"github.com/hmssync/hmssync/hms/message"
 )
 
-// An event type that is not valid UTF-8 made the Prometheus client panic when
-// it became a label value: the sidecar crashed, restarted from its cursor and
-// crashed again on the same event, and so did every successor. Event types from
+// An event type that is not valid UTF-8 makes the Prometheus client panic as a
+// label value, which would crash the sidecar on the same event at every
+// restart, and every successor too. Event types from
 // the wire are labels only from a closed set, so the series stay few whatever the
 // metastore sends.
 func TestHostileEventTypesNeitherCrashNorGrowTheSeries(t *testing.T) {
@@ -43,9 +43,9 @@ func TestHostileEventTypesNeitherCrashNorGrowTheSeries(t *testing.T) {
 	}
 }
 
-// A name that is not valid UTF-8 used to be turned into U+FFFD ("s\xffx" became
-// "s�x"), so the FE refreshed an object that does not exist, counted its answer
-// as success and never refreshed the real one. Such an event must self-heal (a
+// A name that is not valid UTF-8 must not be turned into U+FFFD ("s\xffx" into
+// "s�x"): the FE would refresh an object that does not exist, count its answer
+// as success and never refresh the real one. Such an event must self-heal (a
 // full refresh), with its id logged.
 func TestInvalidUTF8NameSelfHeals(t *testing.T) {
 	h := newHarness(t, harnessOpts{})

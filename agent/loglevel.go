@@ -25,8 +25,9 @@ type LogLevel struct {
 	AllowRemote bool
 }
 
-// maxLogLevelBody bounds a PUT's body: {"level":"debug"} is 17 bytes. (A 256
-// MiB body once took a sidecar from 36 MB to 2.1 GB and was echoed back.)
+// maxLogLevelBody bounds a PUT's body: {"level":"debug"} is 17 bytes. (Without
+// the bound, a 256 MiB body takes a sidecar from 36 MB to 2.1 GB and is echoed
+// back.)
 const maxLogLevelBody = 1 << 10
 
 // settableLevels are the levels an operator may set. fatal, panic and dpanic

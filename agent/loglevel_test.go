@@ -61,8 +61,8 @@ func TestLogLevelChangesOnlyToSafeLevelsFromLoopback(t *testing.T) {
 	}
 }
 
-// A client sending its body one byte a second held a connection for as long as
-// it liked: the server had no read, write or idle timeouts.
+// A client sending its body one byte a second must not hold a connection for as
+// long as it likes: the server has read, write and idle timeouts.
 func TestHTTPServerCutsASlowBody(t *testing.T) {
 	srv := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 	if srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.ReadHeaderTimeout <= 0 || srv.MaxHeaderBytes <= 0 {

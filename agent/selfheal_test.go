@@ -50,7 +50,7 @@ func TestSignalNeverLosesAWakeUp(t *testing.T) {
 
 // The slow retry after an auth or configuration failure waits about
 // retry.auth_interval whatever its length: above 12.5 min the backoff library
-// used to answer "stop" (-1 ns), and the loop retried at once, for ever.
+// answers "stop" (-1 ns), which must not make the loop retry at once, for ever.
 func TestSlowRetryOfLongAuthIntervalsWaits(t *testing.T) {
 	for _, d := range []time.Duration{13 * time.Minute, time.Hour} {
 		for range 100 {
