@@ -27,8 +27,8 @@ import (
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
-	"github.com/hmssync/hmssync/internal/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // The end-to-end harness: a real embedded etcd, a fake metastore speaking Thrift,
@@ -551,7 +551,7 @@ func (h *harness) awaitEvents(id int64) {
 }
 
 // anchoredPatterns compiles include or exclude patterns as the configuration
-// does (internal/config.CompileFull): matching the whole subject.
+// does (internal/app/config.CompileFull): matching the whole subject.
 func anchoredPatterns(ps []string) []*regexp.Regexp {
 	var out []*regexp.Regexp
 	for _, p := range ps {

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // runCLI runs `hmssync <command> --cluster test --etcd-endpoints endpoint

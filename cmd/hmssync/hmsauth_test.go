@@ -15,9 +15,9 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/sasltest"
-	"github.com/hmssync/hmssync/internal/config"
-	"github.com/hmssync/hmssync/internal/kdctest"
-	"github.com/hmssync/hmssync/internal/sidecar"
+	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/testutil/kdctest"
 )
 
 // Mistakes in hms_auth stop start-up, naming the key.

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/agent"
-	"github.com/hmssync/hmssync/internal/config"
-	"github.com/hmssync/hmssync/internal/embedetcd"
+	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/app/embedetcd"
 )
 
 // Run is `hmssync run` once the configuration is loaded: it runs one sidecar

@@ -14,8 +14,8 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/config"
-	"github.com/hmssync/hmssync/internal/embedetcd"
+	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/app/embedetcd"
 )
 
 // Options are the demo's knobs (the flags of `hmssync demo`).
