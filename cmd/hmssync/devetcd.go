@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/hmssync/hmssync/internal/app/embedetcd"
+	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
 func devEtcdCommand() *cli.Command {

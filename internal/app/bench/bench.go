@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hmssync/hmssync/hms"
-	"github.com/hmssync/hmssync/internal/app/embedetcd"
+	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
 // Options are the bench's settings (the flags of `hmssync bench`).

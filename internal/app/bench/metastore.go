@@ -21,7 +21,7 @@ import (
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
-	"github.com/hmssync/hmssync/internal/app/embedetcd"
+	"github.com/hmssync/hmssync/internal/embedetcd"
 	"github.com/hmssync/hmssync/internal/names"
 )
 

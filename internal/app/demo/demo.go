@@ -15,7 +15,7 @@ import (
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/embedetcd"
+	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
 // Options are the demo's knobs (the flags of `hmssync demo`).

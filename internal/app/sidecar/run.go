@@ -13,7 +13,7 @@ import (
 
 	"github.com/hmssync/hmssync/agent"
 	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/embedetcd"
+	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
 // Run is `hmssync run` once the configuration is loaded: it runs one sidecar

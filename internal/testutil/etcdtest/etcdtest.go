@@ -9,7 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/hmssync/hmssync/internal/app/embedetcd"
+	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
 // Server is a test's embedded etcd.
