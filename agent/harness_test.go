@@ -540,7 +540,7 @@ func (h *harness) awaitEvents(id int64) {
 }
 
 // anchoredPatterns compiles include or exclude patterns as the configuration
-// does (internal/app/config.CompileFull): matching the whole subject.
+// does (internal/config.CompileFull): matching the whole subject.
 func anchoredPatterns(ps []string) []*regexp.Regexp {
 	var out []*regexp.Regexp
 	for _, p := range ps {

@@ -4,8 +4,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/hmssync/hmssync/hms"
-	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // kerberosFlags are the --auth* flags of the commands that reach a metastore

@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/hmssync/hmssync/internal/app/bench"
-	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/bench"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 func benchCommand() *cli.Command {

@@ -180,7 +180,7 @@ func TestMain(m *testing.M) {
 // TestBenchMetastoreWiring runs `bench metastore` over the fake metastore
 // without drains (--dialects ""), checking that the flags reach the
 // measurement and the JSON comes out; and that a bad --sidecar is refused by
-// name. The measurement itself is tested in internal/app/bench.
+// name. The measurement itself is tested in internal/bench.
 func TestBenchMetastoreWiring(t *testing.T) {
 	defer goleak.VerifyNone(t, leakIgnores...)
 	srv := hmstest.NewServer()

@@ -6,13 +6,13 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 
-	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/preflight"
-	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/preflight"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // checkCommand is the preflight: it loads the configuration as `run` does and
-// checks etcd, each catalog's metastore and the FE (internal/app/preflight).
+// checks etcd, each catalog's metastore and the FE (internal/preflight).
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/hmssync/hmssync/internal/app/demo"
+	"github.com/hmssync/hmssync/internal/demo"
 )
 
 func demoCommand() *cli.Command {

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier/fetest"
-	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // devFECommand runs the fake Doris FE of applier/fetest as a process: one

@@ -12,7 +12,7 @@ import (
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // checkFE builds the applier as `run` does (feHTTPClient) and checks the FE.

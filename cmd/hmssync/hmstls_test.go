@@ -14,8 +14,8 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // tlsFiles writes the fake metastore's certificate (the CA a client trusts) and a

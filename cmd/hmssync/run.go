@@ -10,8 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // runFlags are the flags of SPEC §6 and the configuration keys they set.

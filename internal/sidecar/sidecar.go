@@ -13,7 +13,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/hms"
-	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // Sidecar is one configured agent with the connections it owns. `run` builds

@@ -23,14 +23,14 @@ func writeFile(t *testing.T, content string) string {
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
-	cfg, _, err := Load(Sources{File: "../../../examples/sidecar.yaml", Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m1"})})
+	cfg, _, err := Load(Sources{File: "../../examples/sidecar.yaml", Getenv: envOf(map[string]string{"HMSSYNC_MEMBER": "m1"})})
 	if err != nil {
 		t.Fatalf("examples/sidecar.yaml: %v", err)
 	}
 	if cfg.Cluster != "doris-prod" || cfg.Catalogs[0].Name != "hive" {
 		t.Errorf("example not read: cluster %q catalogs %+v", cfg.Cluster, cfg.Catalogs)
 	}
-	data, err := os.ReadFile("../../../examples/sidecar.yaml")
+	data, err := os.ReadFile("../../examples/sidecar.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,18 +207,18 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		{"pprof", "http: {pprof: on}", nil, []string{"http.pprof", `"on"`, "off, loopback", "or any"}},
 		{"etcd user without password", "etcd: {username: hms}", nil, []string{"etcd.username", "HMSSYNC_ETCD_PASSWORD"}},
 		{"missing password file", "fe: {password_file: /nonexistent/pw}", nil, []string{"fe.password_file", "/nonexistent/pw", "readable file"}},
-		{"tls with http endpoint", "etcd: {tls: {ca_file: ../../../go.mod}}", nil, []string{"etcd.endpoints[0]", "https://"}},
+		{"tls with http endpoint", "etcd: {tls: {ca_file: ../../go.mod}}", nil, []string{"etcd.endpoints[0]", "https://"}},
 		{"hms tls missing CA file", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: /nonexistent/ca.pem}}]", nil,
 			[]string{"catalogs[0].hms_tls.ca_file", "/nonexistent/ca.pem", "readable PEM file", "no such file"}},
-		{"hms tls CA file without certificates", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: ../../../go.mod}}]", nil,
-			[]string{"catalogs[0].hms_tls.ca_file", "../../../go.mod", "no PEM certificate"}},
+		{"hms tls CA file without certificates", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: ../../go.mod}}]", nil,
+			[]string{"catalogs[0].hms_tls.ca_file", "../../go.mod", "no PEM certificate"}},
 		{"hms tls keys without enabled", "catalogs: [{name: a}, {name: b, hms_tls: {server_name: hms}}]", nil,
 			[]string{"catalogs[1].hms_tls.enabled", "want true"}},
-		{"hms tls cert without key", "catalogs: [{name: a, hms_tls: {enabled: true, cert_file: ../../../go.mod}}]", nil,
+		{"hms tls cert without key", "catalogs: [{name: a, hms_tls: {enabled: true, cert_file: ../../go.mod}}]", nil,
 			[]string{"catalogs[0].hms_tls.cert_file", "catalogs[0].hms_tls.key_file", "both"}},
-		{"hms tls cert not a key pair", "catalogs: [{name: a, hms_tls: {enabled: true, cert_file: ../../../go.mod, key_file: ../../../go.mod}}]", nil,
+		{"hms tls cert not a key pair", "catalogs: [{name: a, hms_tls: {enabled: true, cert_file: ../../go.mod, key_file: ../../go.mod}}]", nil,
 			[]string{"catalogs[0].hms_tls.cert_file", "catalogs[0].hms_tls.key_file", "PEM client certificate"}},
-		{"hms tls skip verify with a CA", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: ../../../go.mod, insecure_skip_verify: true}}]", nil,
+		{"hms tls skip verify with a CA", "catalogs: [{name: a, hms_tls: {enabled: true, ca_file: ../../go.mod, insecure_skip_verify: true}}]", nil,
 			[]string{"catalogs[0].hms_tls.insecure_skip_verify", "ca_file"}},
 		{"hms tls unknown key", "catalogs: [{name: a, hms_tls: {ca: x}}]", nil,
 			[]string{"catalogs[0].hms_tls.ca", "unknown key", "ca_file"}},

@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier/fetest"
-	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
 // member is one sidecar of the demo and its FE.

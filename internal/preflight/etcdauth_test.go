@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hmssync/hmssync/applier/fetest"
-	"github.com/hmssync/hmssync/internal/app/preflight"
+	"github.com/hmssync/hmssync/internal/preflight"
 )
 
 // TestEtcdCredentialsAndPermissionsAreChecked enables authentication on a real

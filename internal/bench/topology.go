@@ -15,7 +15,7 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // benchCatalog is the one catalog the bench synchronises.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/app/config"
-	"github.com/hmssync/hmssync/internal/app/sidecar"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
+	"github.com/hmssync/hmssync/internal/sidecar"
 	"github.com/hmssync/hmssync/internal/testutil"
 )
 

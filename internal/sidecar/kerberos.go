@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/hmssync/hmssync/hms"
-	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/config"
 )
 
 // LoadConfig is config.Load with the Kerberos check only the metastore client

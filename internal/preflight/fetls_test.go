@@ -8,7 +8,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/app/preflight"
+	"github.com/hmssync/hmssync/internal/preflight"
 )
 
 // An FE over HTTPS whose CA only fe.tls knows: the FE checks pass with the

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/agent"
-	"github.com/hmssync/hmssync/internal/app/config"
+	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 

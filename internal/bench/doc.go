@@ -11,7 +11,7 @@
 // Each sidecar is a process of its own (RunSidecar, the hidden `hmssync bench
 // sidecar`), started from the caller's executable, so that CPU and memory are
 // read from the kernel for exactly that sidecar and the sidecars run the
-// production wiring (internal/app/sidecar) without sharing a heap with the fakes.
+// production wiring (internal/sidecar) without sharing a heap with the fakes.
 // It is one of the few production packages that wire in the test doubles
 // (SPEC §1).
 //

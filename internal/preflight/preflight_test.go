@@ -15,7 +15,7 @@ import (
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
-	"github.com/hmssync/hmssync/internal/app/preflight"
+	"github.com/hmssync/hmssync/internal/preflight"
 	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 

@@ -1,5 +1,5 @@
 // Package sidecar is the one place that wires a sidecar from a validated
-// configuration (internal/app/config): the etcd client, the applier and its FE
+// configuration (internal/config): the etcd client, the applier and its FE
 // health check, the election, the cursor store, one metastore client per
 // catalog, and the agent over them. `hmssync run` (Run), the demo and the
 // benchmark's sidecars (New) all go through it, so that they exercise the

@@ -19,7 +19,7 @@ import (
 // TestEventsDecodeRealCorpus runs `events decode` over the whole real corpus. The
 // expected lines are written by hand from reference §4–§5 (SPEC §3 JSON form).
 func TestEventsDecodeRealCorpus(t *testing.T) {
-	in, err := os.Open("../../../hms/testdata/real.jsonl")
+	in, err := os.Open("../../hms/testdata/real.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

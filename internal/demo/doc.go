@@ -1,6 +1,6 @@
 // Package demo is `hmssync demo`: a whole deployment in one process, an
 // embedded etcd, a fake metastore (hms/hmstest) running a workload, three fake
-// FEs (applier/fetest) and three sidecars built by internal/app/sidecar exactly as
+// FEs (applier/fetest) and three sidecars built by internal/sidecar exactly as
 // `run` builds them. Run tells the story (the election, the master killed
 // midway, the takeover, the restarted member resuming from its durable cursor)
 // and succeeds once every FE holds the metastore's state, which is also how

@@ -12,7 +12,7 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/sasltest"
-	"github.com/hmssync/hmssync/internal/app/preflight"
+	"github.com/hmssync/hmssync/internal/preflight"
 	"github.com/hmssync/hmssync/internal/testutil/kdctest"
 )
 
