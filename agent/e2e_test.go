@@ -15,7 +15,7 @@ import (
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms/message"
-	"github.com/hmssync/hmssync/internal/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
 )
 
 const converge = 20 * time.Second

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hmssync/hmssync/internal/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
 )
 
 // SPEC §7: /readyz requires the etcd watch to be fresh. A member whose link to

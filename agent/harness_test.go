@@ -28,8 +28,9 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/message"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
-	"github.com/hmssync/hmssync/internal/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil"
+	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // The end-to-end harness: a real embedded etcd, a fake metastore speaking Thrift,
@@ -493,19 +494,7 @@ func (h *harness) awaitConverged(timeout time.Duration, fes ...int) {
 // synchronise the tests.
 func await(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Await(t, timeout, what, cond)
 }
 
 type testWriter struct{ t testing.TB }

@@ -11,7 +11,7 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/sasltest"
-	"github.com/hmssync/hmssync/internal/kdctest"
+	"github.com/hmssync/hmssync/internal/testutil/kdctest"
 )
 
 // kerberizedHarness is the harness with a real KDC: its metastore requires

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 func TestMasterCursorUnsetSetAndReset(t *testing.T) {

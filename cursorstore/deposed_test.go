@@ -11,8 +11,8 @@ import (
 
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
-	"github.com/hmssync/hmssync/internal/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // runElector runs an elector until the test ends, or until stop (which waits

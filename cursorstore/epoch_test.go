@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // The epoch key (SPEC §2a) is readable with etcdctl as a decimal, written in

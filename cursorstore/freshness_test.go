@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
-	"github.com/hmssync/hmssync/internal/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // A watch whose link to etcd is cut (the gRPC stream stays open and silent, as

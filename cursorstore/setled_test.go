@@ -11,7 +11,7 @@ import (
 
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // SetMasterLed writes only while a member campaigns for the master role, in

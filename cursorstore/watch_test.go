@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hmssync/hmssync/cursorstore"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // next receives from ch or fails after d.

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 const prefix = "/hmssync/test/election"

@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // termRecorder remembers every term a member reported.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 func TestStepDownAndDeletedKeyEndTheTermAndTheMemberCampaignsAgain(t *testing.T) {

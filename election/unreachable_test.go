@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
-	"github.com/hmssync/hmssync/internal/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // returnsWithin fails the test if done is not closed within d.

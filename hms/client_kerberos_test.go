@@ -16,7 +16,7 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/sasltest"
-	"github.com/hmssync/hmssync/internal/kdctest"
+	"github.com/hmssync/hmssync/internal/testutil/kdctest"
 )
 
 // kerberized is a realm with a client principal "sync" and a metastore

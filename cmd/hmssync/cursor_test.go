@@ -11,7 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // runCLI runs `hmssync <command> --cluster test --etcd-endpoints endpoint
@@ -138,5 +139,5 @@ func runMember(t *testing.T, cli *clientv3.Client, name string) {
 			t.Errorf("member %s: %v", name, err)
 		}
 	})
-	waitFor(t, 10*time.Second, name+" master", func() (bool, string) { return el.IsMaster(), "" })
+	testutil.Await(t, 10*time.Second, name+" master", func() (bool, string) { return el.IsMaster(), "" })
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hmssync/hmssync/applier/fetest"
+	"github.com/hmssync/hmssync/internal/testutil"
 )
 
 // `dev fe` serves the light state view and the cache drop that process-level
@@ -34,7 +35,7 @@ func TestDevFESummaryAndCacheDrop(t *testing.T) {
 			t.Errorf("dev fe: %v", err)
 		}
 	}()
-	waitFor(t, 10*time.Second, "dev fe to announce itself", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "dev fe to announce itself", func() (bool, string) {
 		return strings.Contains(out.String(), "fake FE 0: "), out.String()
 	})
 

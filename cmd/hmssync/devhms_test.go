@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/internal/testutil"
 )
 
 // `dev hms --tls FILE` serves TLS and writes the certificate a client must trust
@@ -32,7 +33,7 @@ func TestDevHMSTLS(t *testing.T) {
 	go func() {
 		done <- app.RunContext(ctx, []string{"hmssync", "dev", "hms", "--listen", listen, "--control", control, "--tls", caFile})
 	}()
-	waitFor(t, 10*time.Second, "dev hms to announce itself", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "dev hms to announce itself", func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("dev hms ended: %v\n%s", err, errOut.String())

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/testutil"
 )
 
 // devHMS runs `dev hms` with args in the background until the returned stop.
@@ -26,7 +27,7 @@ func devHMS(t *testing.T, control string, args ...string) (stop func()) {
 	go func() {
 		done <- app.RunContext(ctx, append([]string{"hmssync", "dev", "hms", "--listen", freeAddr(t), "--control", control}, args...))
 	}()
-	waitFor(t, 10*time.Second, "dev hms to announce itself", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "dev hms to announce itself", func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("dev hms ended: %v\n%s", err, errOut.String())
@@ -80,7 +81,7 @@ func TestDevHMSWorkloadControlAndState(t *testing.T) {
 	if !wl.Running || wl.Limit != 30 || wl.Seed != 1 || wl.StartedAfter != 0 {
 		t.Errorf("POST /workload answered %+v; want running, limit 30, seed 1, started after 0", wl)
 	}
-	waitFor(t, 10*time.Second, "the limited workload to end by itself", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "the limited workload to end by itself", func() (bool, string) {
 		controlCall(t, http.MethodGet, base+"/workload", "", &wl)
 		return !wl.Running, fmt.Sprintf("%+v", wl)
 	})
@@ -95,7 +96,7 @@ func TestDevHMSWorkloadControlAndState(t *testing.T) {
 	if wl.Seed != 2 || wl.StartedAfter != 30 {
 		t.Errorf("second run %+v; want seed 2, started after 30", wl)
 	}
-	waitFor(t, 10*time.Second, "the second run appending", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "the second run appending", func() (bool, string) {
 		controlCall(t, http.MethodGet, base+"/state", "", &st)
 		return st.Current > 40, fmt.Sprintf("current %d", st.Current)
 	})
@@ -132,7 +133,7 @@ func TestDevHMSWorkloadControlAndState(t *testing.T) {
 	if wl.Seed != 3 {
 		t.Errorf("a run after the restart took seed %d, want 3 (1 and 2 own databases already)", wl.Seed)
 	}
-	waitFor(t, 10*time.Second, "the run after the restart to end", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "the run after the restart to end", func() (bool, string) {
 		controlCall(t, http.MethodGet, base+"/workload", "", &wl)
 		return !wl.Running, fmt.Sprintf("%+v", wl)
 	})

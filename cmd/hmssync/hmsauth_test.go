@@ -16,8 +16,8 @@ import (
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/sasltest"
 	"github.com/hmssync/hmssync/internal/config"
-	"github.com/hmssync/hmssync/internal/kdctest"
 	"github.com/hmssync/hmssync/internal/sidecar"
+	"github.com/hmssync/hmssync/internal/testutil/kdctest"
 )
 
 // Mistakes in hms_auth stop start-up, naming the key.

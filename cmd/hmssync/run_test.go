@@ -20,6 +20,7 @@ import (
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/sidecar"
+	"github.com/hmssync/hmssync/internal/testutil"
 )
 
 func freeAddr(t *testing.T) string {
@@ -98,7 +99,7 @@ http: {listen: %q}
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, 20*time.Second, "the FE to hold the metastore's state", func() (bool, string) {
+	testutil.Await(t, 20*time.Second, "the FE to hold the metastore's state", func() (bool, string) {
 		if got := fe.AppliedEventID("hive"); got != srv.CurrentEventID() {
 			return false, fmt.Sprintf("FE at %d, metastore at %d", got, srv.CurrentEventID())
 		}
@@ -107,10 +108,10 @@ http: {listen: %q}
 	if err := (hmstest.Workload{Seed: 2, Databases: 1, Tables: 2, Events: 15}).Run(context.Background(), srv); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the new events on the FE", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "the new events on the FE", func() (bool, string) {
 		return fe.AppliedEventID("hive") == srv.CurrentEventID(), ""
 	})
-	waitFor(t, 5*time.Second, "/readyz", func() (bool, string) {
+	testutil.Await(t, 5*time.Second, "/readyz", func() (bool, string) {
 		code, body := get("/readyz")
 		return code == 200, body
 	})
@@ -131,7 +132,7 @@ http: {listen: %q}
 	}
 	var st status
 	var body string
-	waitFor(t, 5*time.Second, "/status to report the last event", func() (bool, string) {
+	testutil.Await(t, 5*time.Second, "/status to report the last event", func() (bool, string) {
 		var code int
 		code, body = get("/status")
 		if code != 200 {
@@ -180,21 +181,6 @@ http: {listen: %q}
 		t.Fatalf("run did not stop within shutdown_timeout %s", cfg.ShutdownTimeout)
 	}
 	t.Logf("stopped in %s", time.Since(start))
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // leakIgnores are goroutines that the etcd client and server libraries leave for a

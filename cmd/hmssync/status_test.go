@@ -9,7 +9,7 @@ import (
 
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 func TestStatusShowsMasterMembersAndLag(t *testing.T) {

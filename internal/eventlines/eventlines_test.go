@@ -13,6 +13,7 @@ import (
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/internal/testutil"
 )
 
 // TestEventsDecodeRealCorpus runs `events decode` over the whole real corpus. The
@@ -126,13 +127,13 @@ func TestEventsTailGapOnAnEmptiedLog(t *testing.T) {
 	go func() {
 		done <- Tail(ctx, client, &out, &errOut, TailOptions{From: 1, Batch: 10, Poll: 10 * time.Millisecond, Decode: true})
 	}()
-	waitFor(t, 10*time.Second, "tail to report the gap", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "tail to report the gap", func() (bool, string) {
 		return strings.Contains(errOut.String(), "gap"), errOut.String()
 	})
 	if err := s.CreateDatabase("d"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "tail to print the event after the gap", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "tail to print the event after the gap", func() (bool, string) {
 		return strings.Contains(out.String(), `"db":"d"`), out.String()
 	})
 	cancel()
@@ -160,19 +161,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/sasltest"
-	"github.com/hmssync/hmssync/internal/kdctest"
 	"github.com/hmssync/hmssync/internal/preflight"
+	"github.com/hmssync/hmssync/internal/testutil/kdctest"
 )
 
 // A catalog with hms_auth is checked over Kerberos, against a real KDC and a

@@ -15,8 +15,8 @@ import (
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/message"
-	"github.com/hmssync/hmssync/internal/embedetcd/etcdtest"
 	"github.com/hmssync/hmssync/internal/preflight"
+	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
 // world is a healthy topology: a real embedded etcd, a fake metastore with a

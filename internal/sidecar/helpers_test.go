@@ -3,7 +3,6 @@ package sidecar_test
 import (
 	"net"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -17,21 +16,6 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // leakIgnores are goroutines of libraries that outlive their clients by design.

@@ -19,6 +19,7 @@ import (
 	"github.com/hmssync/hmssync/internal/config"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 	"github.com/hmssync/hmssync/internal/sidecar"
+	"github.com/hmssync/hmssync/internal/testutil"
 )
 
 // A sidecar started while etcd does not answer (no quorum, not up yet) does not
@@ -78,7 +79,7 @@ shutdown_timeout: 4s
 		return resp.StatusCode, string(b)
 	}
 	// Well past the dial timeout, the sidecar runs and says it is not ready.
-	waitFor(t, 10*time.Second, "ten dial timeouts, not ready and running", func() (bool, string) {
+	testutil.Await(t, 10*time.Second, "ten dial timeouts, not ready and running", func() (bool, string) {
 		select {
 		case <-exited:
 			t.Fatalf("the sidecar exited while etcd was down: %v", runErr)
@@ -99,7 +100,7 @@ shutdown_timeout: 4s
 		t.Fatal(err)
 	}
 	defer etcd.Close()
-	waitFor(t, 30*time.Second, "ready and synced once etcd is up", func() (bool, string) {
+	testutil.Await(t, 30*time.Second, "ready and synced once etcd is up", func() (bool, string) {
 		if code, body := get("/readyz"); code != http.StatusOK {
 			return false, fmt.Sprintf("/readyz %d %s", code, strings.TrimSpace(body))
 		}

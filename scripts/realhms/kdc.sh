@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the real-metastore suite: a throwaway MIT Kerberos KDC on loopback (Debian's
-# krb5-kdc and krb5-admin-server), the same setup as the Go tests' internal/kdctest: a fresh
+# krb5-kdc and krb5-admin-server), the same setup as the Go tests' internal/testutil/kdctest: a fresh
 # realm in a directory, principals with random keys, keytabs exported without changing them.
 #   kdc_start DIR PORT MAX_LIFE_SECONDS   makes the realm and starts krb5kdc (sets KDC_DIR,
 #                                         KDC_PID, KRB5_CONF, REALM)

@@ -14,7 +14,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/hmssync/hmssync/hms/sasltest"
-	"github.com/hmssync/hmssync/internal/kdctest"
+	"github.com/hmssync/hmssync/internal/testutil/kdctest"
 )
 
 // realm is a KDC with a client and a service principal and their keytabs.
