@@ -22,13 +22,16 @@ func TestMain(m *testing.M) {
 
 // raiseDefaultParallel lets up to parallelTests tests run at once unless
 // -parallel is given. The end-to-end tests spend their time waiting for
-// leases, polls, fsyncs and injected delays, not on the CPU (run one after the
-// other they keep a tenth of a core busy, a fifth with -race), so -parallel's
-// default of GOMAXPROCS would leave a small machine idle.
+// leases, polls, fsyncs and injected delays, not on the CPU (run one after
+// the other they keep under a tenth of a core busy, a fifth with -race), so
+// -parallel's default of GOMAXPROCS would leave a small machine idle. When
+// fuzzing, -parallel is the number of fuzzing workers, which do use the CPU:
+// it keeps its default.
 func raiseDefaultParallel() {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if given || runtime.GOMAXPROCS(0) >= parallelTests {
+	fuzzing := flag.Lookup("test.fuzz").Value.String() != ""
+	if given || fuzzing || runtime.GOMAXPROCS(0) >= parallelTests {
 		return
 	}
 	if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
