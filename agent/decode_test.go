@@ -33,6 +33,7 @@ func events(n int) []message.Event {
 }
 
 func TestDecodeAllKeepsTheLogsOrder(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ n, workers int }{{1000, 4}, {1000, 1}, {10, 8}, {130, 3}} {
 		dec := &idDecoder{}
 		descs, bad, err := decodeAll(dec, events(c.n), c.workers)
@@ -51,6 +52,7 @@ func TestDecodeAllKeepsTheLogsOrder(t *testing.T) {
 }
 
 func TestDecodeAllReportsTheFirstPoisonEvent(t *testing.T) {
+	t.Parallel()
 	// Ids 301 and 701 fail; with four workers of 250 events they are in
 	// different runs, decoded concurrently. The first in the log's order is
 	// at index 300.

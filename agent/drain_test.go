@@ -11,6 +11,7 @@ import (
 // size but applies and commits it as one batch (up to 10,000 events), so that
 // the FE gets one statement per table for the whole backlog.
 func TestDorisMasterGathersBacklogIntoOneBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{dialect: "doris", batch: 20})
 	from, target, statements := h.drainPausedBacklog(95) // five fetches of 20 and one of 15
 	if n := h.commitsAbove(from); n != 1 {
@@ -34,6 +35,7 @@ func TestDorisMasterGathersBacklogIntoOneBatch(t *testing.T) {
 // commit releases the followers' own work, so it gathers only a few fetches
 // into a batch (agent.localDrainFetches).
 func TestNativeMasterCommitsEveryFourFetches(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{batch: 20})
 	from, target, _ := h.drainPausedBacklog(95)
 	fetches := int((target - from + 19) / 20)

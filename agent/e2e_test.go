@@ -22,8 +22,10 @@ const converge = 20 * time.Second
 
 // A steady workload reaches every FE, for both dialects.
 func TestSteadyWorkloadConverges(t *testing.T) {
+	t.Parallel()
 	for _, dialect := range []string{"native", "doris"} {
 		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, harnessOpts{dialect: dialect})
 			h.churn(10)
 			for i := 0; i < 3; i++ {
@@ -86,6 +88,7 @@ func TestSteadyWorkloadConverges(t *testing.T) {
 // The master dies in the middle of applying a batch: another member takes over, no
 // event is lost and the committed cursor never goes down.
 func TestMasterKilledMidBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	start := h.masterCursor()
@@ -116,6 +119,7 @@ func TestMasterKilledMidBatch(t *testing.T) {
 
 // A restarted follower resumes from its durable cursor: no full refresh.
 func TestFollowerRestartResumes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(10)
 	ms := []*member{h.start(0, memberOpts{}), h.start(1, memberOpts{}), h.start(2, memberOpts{})}
@@ -147,6 +151,7 @@ func TestFollowerRestartResumes(t *testing.T) {
 // Events cleaned before the master read them: exactly one full refresh per FE,
 // then normal sync. An HMS log reset: one full refresh.
 func TestGapAndResetFullRefreshOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(10)
 	for i := 0; i < 3; i++ {
@@ -186,6 +191,7 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 // A poison event (an undecodable message) self-heals: the loop keeps going, and
 // the event id is logged and counted.
 func TestPoisonEventSelfHeals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	h.churn(3)
@@ -212,6 +218,8 @@ func TestPoisonEventSelfHeals(t *testing.T) {
 
 // The metastore down for a while: catch-up without a full refresh.
 func TestHMSDownCatchesUp(t *testing.T) {
+	// Not parallel: the metastore goes down and comes back on the same
+	// port, which a test running beside it could be given meanwhile.
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	base := h.allFullRefreshes()
@@ -232,6 +240,8 @@ func TestHMSDownCatchesUp(t *testing.T) {
 // The master's FE down: while it is down and events arrive, neither the committed
 // cursor nor the master's own cursor moves; after Up it catches up.
 func TestFEDownHoldsCursor(t *testing.T) {
+	// Not parallel: the master's FE goes down and comes back on the same
+	// port, which a test running beside it could be given meanwhile.
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	// The master keeps the role with its FE down for the whole test, so that
@@ -290,6 +300,7 @@ func TestFEDownHoldsCursor(t *testing.T) {
 // Wrong FE credentials: /readyz fails, the cursor is not reset, and fixing the
 // password resumes without a full refresh.
 func TestFEAuthWrong(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	ms := []*member{h.start(0, memberOpts{}), h.start(1, memberOpts{}), h.start(2, memberOpts{})}
@@ -328,6 +339,7 @@ func TestFEAuthWrong(t *testing.T) {
 // etcd unreachable from the master: it stops writing (another member takes over);
 // when etcd is back it resumes, as a follower.
 func TestEtcdUnreachableMasterStops(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	link := etcdpartition.New(t, h.etcd.Endpoints()[0])
@@ -362,6 +374,7 @@ func TestEtcdUnreachableMasterStops(t *testing.T) {
 
 // The pause key stops the master advancing; removing it resumes.
 func TestPauseKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	h.pauseMaster(m)
@@ -382,6 +395,7 @@ func TestPauseKey(t *testing.T) {
 // SIGTERM on the master: the successor takes over without waiting for the old
 // lease to expire, because the master resigns (SPEC §2, Roles).
 func TestSigtermHandsOver(t *testing.T) {
+	t.Parallel()
 	const ttl = 30 * time.Second
 	h := newHarness(t, harnessOpts{leaseTTL: ttl})
 	m := h.startConverged()
@@ -412,6 +426,9 @@ func TestSigtermHandsOver(t *testing.T) {
 // Followers are event-driven: with a 10 s poll interval a follower applies a master
 // commit in well under a second.
 func TestFollowersAreEventDriven(t *testing.T) {
+	// Not parallel: the assertion is a latency (followers apply a commit
+	// within 2 s), which tests running beside it on a small machine would
+	// stretch.
 	h := newHarness(t, harnessOpts{poll: 10 * time.Second})
 	m := h.startConverged()
 	for round := 0; round < 3; round++ {
@@ -574,6 +591,8 @@ func eventApplied(batches []change.Batch, id int64, want []change.Descriptor) bo
 // A master whose FE stays unhealthy resigns, and a member whose FE is unhealthy
 // does not campaign: the candidacy gate.
 func TestUnhealthyFEGatesCandidacy(t *testing.T) {
+	// Not parallel: the master's FE goes down and comes back on the
+	// same port, which a test running beside it could be given meanwhile.
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	m.fe.Down()
@@ -603,6 +622,7 @@ func TestUnhealthyFEGatesCandidacy(t *testing.T) {
 // Shutdown is bounded even when etcd is unreachable: the process does not hang on
 // a resignation that cannot reach etcd.
 func TestShutdownBoundedWithoutEtcd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	link := etcdpartition.New(t, h.etcd.Endpoints()[0])

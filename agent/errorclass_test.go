@@ -18,6 +18,7 @@ import (
 // refresh would get the same 404); once the FE knows the catalog it catches up
 // from where it was.
 func TestFEWithoutTheCatalogIsAConfigurationError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	master := h.startConverged()
 	f := h.members[(master.i+1)%3]

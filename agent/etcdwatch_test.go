@@ -15,6 +15,7 @@ import (
 // turns not ready naming the master cursor's watch, counts the watch restart in
 // hmssync_watch_restarts_total, and is ready again by itself once the link heals.
 func TestReadyzFollowsTheEtcdWatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	h.start(0, memberOpts{})

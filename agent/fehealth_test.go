@@ -16,6 +16,8 @@ import (
 // fail the FE check: the check does not wait for the applier's single statement
 // slot, so a master draining a slow REFRESH is not made to resign.
 func TestDorisHealthHoldsDuringALongRefresh(t *testing.T) {
+	// Not parallel: every FE check must answer within its 20 ms
+	// timeout, which tests running beside it on a small machine would stretch.
 	fe := fetest.NewServer(fetest.Options{})
 	defer fe.Close()
 	hold := make(chan struct{})

@@ -16,6 +16,7 @@ func anchored(ps ...string) []*regexp.Regexp {
 }
 
 func TestFilterIncludeExclude(t *testing.T) {
+	t.Parallel()
 	l := &catalogLoop{cat: Catalog{Include: anchored(`sales\..*`, `hr\.people`), Exclude: anchored(`sales\.tmp_.*`)}}
 	cases := []struct {
 		d    change.Descriptor
@@ -41,6 +42,7 @@ func TestFilterIncludeExclude(t *testing.T) {
 }
 
 func TestFilterEmptyKeepsEverything(t *testing.T) {
+	t.Parallel()
 	l := &catalogLoop{}
 	if !l.keep(change.Descriptor{Op: change.DropPartitions, DB: "a", Table: "b"}) {
 		t.Error("no patterns: a change was dropped")

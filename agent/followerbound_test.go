@@ -10,6 +10,7 @@ import (
 // catches up to exactly the held value, and the metastore never served it an
 // event above it; when the master cursor moves on, the follower follows.
 func TestFollowerNeverReadsPastMasterCursor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{batch: 20})
 	m := h.startConverged()
 	f := h.running()[0]

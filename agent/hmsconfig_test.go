@@ -17,6 +17,7 @@ import (
 // configured: /readyz fails naming the metastore setting, the cursor is kept,
 // and once pointed right the member resumes without a full refresh.
 func TestMetastoreRequiringSASLFailsReadiness(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	ms := []*member{h.start(0, memberOpts{}), h.start(1, memberOpts{}), h.start(2, memberOpts{})}

@@ -17,6 +17,7 @@ import (
 // the wire are labels only from a closed set, so the series stay few whatever the
 // metastore sends.
 func TestHostileEventTypesNeitherCrashNorGrowTheSeries(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	hostile := []message.Event{{Type: "\xff", Message: "{}"}, {Type: "ALTER_TABLE\xc3", Message: "{}"}}
@@ -48,6 +49,7 @@ func TestHostileEventTypesNeitherCrashNorGrowTheSeries(t *testing.T) {
 // as success and never refresh the real one. Such an event must self-heal (a
 // full refresh), with its id logged.
 func TestInvalidUTF8NameSelfHeals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.startConverged()
 	msg := `{"server":"thrift://hms:9083","servicePrincipal":"","db":"s` + "\xff" + `x","table":"t","tableType":"MANAGED_TABLE","tableObjJson":null,"timestamp":1}`
@@ -69,6 +71,7 @@ func TestInvalidUTF8NameSelfHeals(t *testing.T) {
 // included; the last error a member keeps for /status and publishes in etcd
 // (whose values are capped) stays short.
 func TestHugeMetastoreErrorIsShortInStatus(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	h.hms.InjectFault("get_next_notification", hmstest.Fault{Err: "boom " + strings.Repeat("x", 1<<20)})

@@ -45,6 +45,9 @@ func kerberizedHarness(t *testing.T) (*harness, *kdctest.KDC) {
 // in place with its cursor kept. When the KDC is back everything converges,
 // and no FE needed a full refresh.
 func TestKDCDownWhileSyncing(t *testing.T) {
+	// Not parallel: the KDC stops and resumes on the same port (one
+	// found free, then bound by krb5kdc), which a test running beside it could
+	// be given meanwhile.
 	h, kdc := kerberizedHarness(t)
 	m := h.startConverged()
 	base := h.allFullRefreshes()

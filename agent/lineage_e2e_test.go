@@ -56,6 +56,7 @@ func (h *harness) holdNextApply(i int, what string) (release func()) {
 // log grows past the follower's cursor: when its apply returns, the epoch
 // tells it that the cursor it holds counts in the old log.
 func TestResetWhileFollowerHeldMidApply(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	f := h.running()[0]
@@ -83,6 +84,7 @@ func TestResetWhileFollowerHeldMidApply(t *testing.T) {
 // grows past x while no sidecar runs; m0 returns alone as master. Its durable x
 // belongs to the old log and must not be committed.
 func TestStaleDurableCursorReturnsAfterReset(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m0 := h.start(0, memberOpts{})
 	h.churn(30)
@@ -118,6 +120,7 @@ func TestStaleDurableCursorReturnsAfterReset(t *testing.T) {
 // An operator's `cursor reset` while a follower is held mid-apply; the master
 // refreshes and commits on top of the -1 before the follower looks again.
 func TestOperatorResetDuringHeldFollowerApply(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	f := h.running()[0]
@@ -147,6 +150,7 @@ func TestOperatorResetDuringHeldFollowerApply(t *testing.T) {
 // nothing but skipped events must not make anyone jump over the kept events
 // behind them.
 func TestSkipListIgnoredByMetastore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{batch: 3, skip: []string{"OPEN_TXN"}})
 	h.hms.IgnoreSkipList(true)
 	m := h.startConverged()
@@ -165,6 +169,7 @@ func TestSkipListIgnoredByMetastore(t *testing.T) {
 // with a full refresh by its member, not sent the next batch as if nothing
 // happened; /status shows what the FE reported beside the member's cursor.
 func TestFERestartedEmptyGetsFullRefresh(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	f := h.running()[0]

@@ -17,6 +17,9 @@ import (
 // completes is progress. (StuckAfter is injected small: 600 ms against
 // 250 ms per statement.)
 func TestLongDrainIsNotStuck(t *testing.T) {
+	// Not parallel: every 250 ms statement must end within StuckAfter
+	// (600 ms) of the one before; tests running beside it on a small machine
+	// would eat into that slack.
 	const perStatement, stuckAfter = 250 * time.Millisecond, 600 * time.Millisecond
 	h := newHarness(t, harnessOpts{dialect: "doris"})
 	h.churn(5)
@@ -65,6 +68,7 @@ func TestLongDrainIsNotStuck(t *testing.T) {
 // The other side: one call that outlives StuckAfter is reported on /livez, and
 // the report clears once the call completes.
 func TestOneHangingCallIsStuck(t *testing.T) {
+	t.Parallel()
 	const stuckAfter = 300 * time.Millisecond
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)

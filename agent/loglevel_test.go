@@ -23,6 +23,7 @@ func putLevel(h http.Handler, remote, body string) *httptest.ResponseRecorder {
 }
 
 func TestLogLevelChangesOnlyToSafeLevelsFromLoopback(t *testing.T) {
+	t.Parallel()
 	lvl := zap.NewAtomicLevelAt(zap.InfoLevel)
 	h := &LogLevel{Level: &lvl}
 	cases := []struct {
@@ -64,6 +65,7 @@ func TestLogLevelChangesOnlyToSafeLevelsFromLoopback(t *testing.T) {
 // A client sending its body one byte a second must not hold a connection for as
 // long as it likes: the server has read, write and idle timeouts.
 func TestHTTPServerCutsASlowBody(t *testing.T) {
+	t.Parallel()
 	srv := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 	if srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.ReadHeaderTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Fatalf("server bounds: read %v, write %v, idle %v, header %v, %d header bytes; want all set",

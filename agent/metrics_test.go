@@ -13,6 +13,7 @@ import (
 // hmssync_status_publishes_total counts the writes of the member's status key
 // that `hmssync status` reads: it moves as the key is written.
 func TestStatusPublishesAreCounted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.start(0, memberOpts{publishStatus: true})
 	key := etcdPrefix + "/" + testCluster + "/members/" + m.name + "/status"
@@ -28,6 +29,7 @@ func TestStatusPublishesAreCounted(t *testing.T) {
 
 // Every class a retry is counted under is named in the help text.
 func TestRetriesHelpNamesEveryClass(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	// One failed full refresh makes the series (and its help) exist.
 	h.fes[0].InjectFault(fetest.Fault{Native: true, Match: "/changes", HTTPStatus: 503, Times: 1})

@@ -25,6 +25,7 @@ import (
 // cannot know what the operator wants undone, so each full-refreshes once,
 // into the new lineage, instead of carrying on from its old cursor.
 func TestOperatorLowersMasterCursor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	h.churn(20)
@@ -58,6 +59,7 @@ func TestOperatorLowersMasterCursor(t *testing.T) {
 // Raising within a backlog: the master's FE never gets the events up to M and
 // continues after M; followers still apply them from the metastore's log.
 func TestOperatorRaisesMasterCursor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	x := h.awaitLastCommit()
@@ -105,6 +107,7 @@ func TestOperatorRaisesMasterCursor(t *testing.T) {
 // the master full-refreshes and rewinds the cursor to the current id, and the
 // cluster goes on from there.
 func TestOperatorSetsCursorBeyondMetastore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	x := h.awaitLastCommit()
@@ -137,6 +140,7 @@ func TestOperatorSetsCursorBeyondMetastore(t *testing.T) {
 // An operator's write that lands while the master applies a batch makes the
 // master's fenced commit fail with a conflict; the operator's value wins.
 func TestOperatorSetDuringMasterApplyWins(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	x := h.awaitLastCommit()
@@ -177,6 +181,7 @@ func TestOperatorSetDuringMasterApplyWins(t *testing.T) {
 // previous master stopped, not an operator's value to skip to. And an
 // operator's lowering to a value it has not reached yet makes it skip nothing.
 func TestNewMasterBehindCommittedCursorCatchesUp(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	first := h.start(0, memberOpts{})

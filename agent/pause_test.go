@@ -15,6 +15,7 @@ import (
 // was running when the key appeared has ended: the batch it was applying is
 // applied and committed first. Followers never report holding.
 func TestCatalogPausedAfterTheCycleInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	m := h.startConverged()
 	// Hold the master's next apply in flight for a second, below the
@@ -67,6 +68,7 @@ func (silentPauseStore) WatchPause(ctx context.Context) cursorstore.Watch[bool] 
 // must not run a cycle on the watch's say-so (it reads etcd instead), and it
 // resumes when the key is removed although the watch still says nothing.
 func TestPauseKeyHoldsBeforeTheWatchDeliversIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	h.churn(5)
 	h.setPause(true)

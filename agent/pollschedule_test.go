@@ -11,6 +11,7 @@ import (
 // clock advanced by those waits, counting what the metastore was asked.
 
 func TestPollScheduleLooksSoonAfterEventsThenBacksOffToTheInterval(t *testing.T) {
+	t.Parallel()
 	s := newPollSchedule(25*time.Millisecond, time.Second)
 	var got []time.Duration
 	for _, found := range []bool{false, true, false, false, false, false, false, false, false, true, false} {
@@ -24,6 +25,7 @@ func TestPollScheduleLooksSoonAfterEventsThenBacksOffToTheInterval(t *testing.T)
 }
 
 func TestPollScheduleBusyIntervalNeverAboveThePollInterval(t *testing.T) {
+	t.Parallel()
 	for _, busy := range []time.Duration{0, 5 * time.Second} {
 		s := newPollSchedule(busy, 10*time.Millisecond)
 		if w := s.after(true); w != 10*time.Millisecond {
@@ -72,6 +74,7 @@ func simulatePolls(r *rig, d time.Duration, arrive func(at time.Duration)) (wait
 // An idle cluster must cost the metastore no more calls than a fixed poll
 // interval did: one get_current_notificationEventId per interval.
 func TestMasterPollsAnIdleLogOncePerPollInterval(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 5)
 	store := newMemStore()
@@ -90,6 +93,7 @@ func TestMasterPollsAnIdleLogOncePerPollInterval(t *testing.T) {
 // tens of milliseconds, not the poll interval; the idle minute after a burst
 // costs at most the ramp's few polls more than a fixed interval.
 func TestMasterLooksAgainSoonAfterEventsAndBacksOff(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 5)
 	store := newMemStore()

@@ -27,6 +27,7 @@ func get(h http.Handler, path, remote string) *httptest.ResponseRecorder {
 }
 
 func TestPprofIsOffByDefault(t *testing.T) {
+	t.Parallel()
 	for _, access := range []PprofAccess{"", PprofOff, "yes"} {
 		h := WithPprof(statusOnly, access)
 		if w := get(h, "/debug/pprof/", "127.0.0.1:4000"); w.Code != http.StatusNotFound {
@@ -39,6 +40,7 @@ func TestPprofIsOffByDefault(t *testing.T) {
 }
 
 func TestPprofLoopbackRefusesOtherClients(t *testing.T) {
+	t.Parallel()
 	h := WithPprof(statusOnly, PprofLoopback)
 	for _, remote := range []string{"10.1.2.3:4000", "[2001:db8::1]:4000", "192.168.0.7:1", "not-an-address"} {
 		w := get(h, "/debug/pprof/goroutine?debug=1", remote)
@@ -69,6 +71,7 @@ func TestPprofLoopbackRefusesOtherClients(t *testing.T) {
 }
 
 func TestPprofAnyServesRemoteClients(t *testing.T) {
+	t.Parallel()
 	h := WithPprof(statusOnly, PprofAny)
 	if w := get(h, "/debug/pprof/goroutine?debug=1", "10.1.2.3:4000"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "goroutine") {
 		t.Fatalf("http.pprof any, remote client: answered %d %q; want 200 and a goroutine profile", w.Code, firstLine(w.Body.String()))
@@ -78,6 +81,7 @@ func TestPprofAnyServesRemoteClients(t *testing.T) {
 // Over a real connection on the loopback interface, as an operator on the
 // host would ask.
 func TestPprofServesALoopbackConnection(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(WithPprof(statusOnly, PprofLoopback))
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL + "/debug/pprof/heap?debug=1")

@@ -54,6 +54,7 @@ func (h *harness) checkPushedDown(db string) {
 // the ALTER_TABLE under the new database, which a's stream does not return;
 // the stream of renames does, and the FE drops a.t.
 func TestPushdownRenameOutOfTheIncludedDatabase(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{include: []string{`a\..*`}})
 	h.mustHMS(h.hms.CreateDatabase("a"))
 	h.mustHMS(h.hms.CreateDatabase("x"))
@@ -81,6 +82,7 @@ func TestPushdownRenameOutOfTheIncludedDatabase(t *testing.T) {
 // the filtered streams skip ids all the time, yet only the cleaning is a gap,
 // and it costs exactly one full refresh.
 func TestPushdownGapFullRefreshOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{include: []string{`a\..*`}})
 	h.mustHMS(h.hms.CreateDatabase("a"))
 	h.mustHMS(h.hms.CreateDatabase("x"))
@@ -130,6 +132,7 @@ func TestPushdownGapFullRefreshOnce(t *testing.T) {
 // number of events asked for, so it could read past the master cursor.
 // NoPushdown (filter_pushdown: false) keeps the master on the whole log too.
 func TestPushdownMasterOnly(t *testing.T) {
+	t.Parallel()
 	for _, off := range []bool{false, true} {
 		h := newHarness(t, harnessOpts{include: []string{`a\..*`}, noPushdown: off})
 		h.mustHMS(h.hms.CreateDatabase("a"))
@@ -169,8 +172,10 @@ func TestPushdownMasterOnly(t *testing.T) {
 // in effect: the master of a catalog including database a asks for one
 // database by name; with filter_pushdown off it reads the whole log (0).
 func TestPushdownDatabasesGauge(t *testing.T) {
+	t.Parallel()
 	for _, off := range []bool{false, true} {
 		t.Run(fmt.Sprintf("filter_pushdown_off=%v", off), func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, harnessOpts{include: []string{`a\..*`}, noPushdown: off})
 			h.mustHMS(h.hms.CreateDatabase("a"))
 			m := h.start(0, memberOpts{})

@@ -15,6 +15,7 @@ import (
 // Only patterns that provably match the subjects of literally named, lower-case
 // databases push down; anything else reads the whole log.
 func TestPushdownDatabases(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		include []string
 		want    []string
@@ -61,6 +62,7 @@ func (d databaseLog) NextEventsOfDatabases(ctx context.Context, after int64, max
 // sets it, and a demoted master, now a follower, shows 0 even before (or
 // without: a cluster-scope dialect) its first follower fetch.
 func TestPushdownGaugeFollowsTheRole(t *testing.T) {
+	t.Parallel()
 	log, store := &memLog{}, newMemStore()
 	log.add(message.EventInsert, 5)
 	r := newRig(t, log, store, rigOpts{scope: applier.ScopeCluster})

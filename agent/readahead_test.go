@@ -95,6 +95,7 @@ func awaitFetchDuringApply(t *testing.T, log *memLog, fe *memFE, cur, ahead int6
 }
 
 func TestMasterReadsTheNextBatchWhileApplyingAndCommitsInOrder(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -119,6 +120,7 @@ func TestMasterReadsTheNextBatchWhileApplyingAndCommitsInOrder(t *testing.T) {
 }
 
 func TestFollowerReadsTheNextBatchWhileApplying(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -163,8 +165,10 @@ func newDrainRig(t *testing.T, log *memLog, member string, events int64, opts ri
 // then taken by the next step, each fetch read once, every batch applied and
 // committed in order.
 func TestNextBatchSecondFetchReadWhileApplying(t *testing.T) {
+	t.Parallel()
 	for _, member := range []string{"m0", "f"} {
 		t.Run(member, func(t *testing.T) {
+			t.Parallel()
 			log := &memLog{}
 			log.add("ALTER_TABLE", 3*gathered)
 			r := newDrainRig(t, log, member, 3*gathered, rigOpts{batch: 10})
@@ -189,6 +193,7 @@ func TestNextBatchSecondFetchReadWhileApplying(t *testing.T) {
 // it, after the batch before it was applied and committed: in order, as if
 // the step had read it itself; it is counted once.
 func TestReadAheadPoisonIsMetInOrder(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", gathered)
 	log.add("POISON", 1)
@@ -226,6 +231,7 @@ func TestReadAheadPoisonIsMetInOrder(t *testing.T) {
 // A batch whose apply fails is done again; the read-ahead started behind it is
 // discarded and nothing after it is applied or committed first.
 func TestReadAheadDiscardedWhenTheApplyFails(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -268,6 +274,7 @@ func TestReadAheadDiscardedWhenTheApplyFails(t *testing.T) {
 // follower reads for itself (without the skip list, never past the master
 // cursor).
 func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -302,6 +309,7 @@ func TestReadAheadDiscardedOnRoleChange(t *testing.T) {
 
 // A new term does not take the read-ahead of the term before it.
 func TestReadAheadDiscardedOnNewTerm(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -328,6 +336,7 @@ func TestReadAheadDiscardedOnNewTerm(t *testing.T) {
 // An operator lowering the cursor starts a new epoch: the master continues
 // after the operator's value, not from its read-ahead of the old lineage.
 func TestMasterReadAheadDiscardedOnEpochChange(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -354,6 +363,7 @@ func TestMasterReadAheadDiscardedOnEpochChange(t *testing.T) {
 // committed (the master handled a log reset) full-refreshes and applies
 // nothing it read ahead.
 func TestFollowerReadAheadDiscardedOnEpochChange(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -383,6 +393,7 @@ func TestFollowerReadAheadDiscardedOnEpochChange(t *testing.T) {
 // master cursor, moves only as far as that read went: the events beyond it
 // are still applied.
 func TestFollowerReadAheadNeverMovesPastWhatItKept(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", gathered+2)
 	for id := int64(gathered + 7); id <= gathered+30; id++ { // the next four ids never existed
@@ -417,6 +428,7 @@ func TestFollowerReadAheadNeverMovesPastWhatItKept(t *testing.T) {
 // A doris master gathering a backlog into one batch decodes each fetch while
 // the next one is in flight, and still applies one batch, in order.
 func TestClusterMasterDecodesAFetchWhileTheNextIsRead(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 30)
 	store := newMemStore()
@@ -498,6 +510,7 @@ func nextFetchDuringDecode(t *testing.T, log *memLog, cur int64) hookDecoder {
 }
 
 func TestMasterFetchesTheNextBatchWhileDecoding(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -521,6 +534,7 @@ func TestMasterFetchesTheNextBatchWhileDecoding(t *testing.T) {
 }
 
 func TestFollowerFetchesTheNextBatchWhileDecoding(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -543,6 +557,7 @@ func TestFollowerFetchesTheNextBatchWhileDecoding(t *testing.T) {
 // before it; the next step meets the gap itself and refreshes once, and no
 // event past the gap reaches the FE as a change.
 func TestFollowerGatheringStopsAtAGap(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 3*gathered)
 	store := newMemStore()
@@ -583,8 +598,10 @@ func TestFollowerGatheringStopsAtAGap(t *testing.T) {
 // events are reachable (that one and the next, in flight), for the master and
 // for a follower.
 func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
+	t.Parallel()
 	for _, member := range []string{"m0", "f"} {
 		t.Run(member, func(t *testing.T) {
+			t.Parallel()
 			log := &memLog{trackAnswers: true}
 			log.add("ALTER_TABLE", 3*gathered)
 			// Each fetch's first event waits until the next fetch was
@@ -623,8 +640,10 @@ func TestGatheringHoldsAtMostTwoFetches(t *testing.T) {
 // answered), a window in which a chained fetch that did not wait would be
 // read with three fetches held.
 func TestChainedFetchWaitsForTheBatchToBeDecoded(t *testing.T) {
+	t.Parallel()
 	for _, member := range []string{"m0", "f"} {
 		t.Run(member, func(t *testing.T) {
+			t.Parallel()
 			log := &memLog{trackAnswers: true}
 			log.add("ALTER_TABLE", 3*gathered)
 			chained := make(chan struct{}) // the fetch after gathered+10 was answered
@@ -730,9 +749,11 @@ func (c *spreadDecoder) spreadFetches(n int64) []bool {
 // from the metastore); the last fetch, with nothing in flight, is spread over
 // its cores.
 func TestDecodeOnOneGoroutineWhileAFetchIsInFlight(t *testing.T) {
+	t.Parallel()
 	const batch, fetches = 2 * minEventsPerDecoder, 2 * localDrainFetches
 	for _, member := range []string{"m0", "f"} {
 		t.Run(member, func(t *testing.T) {
+			t.Parallel()
 			log := &memLog{}
 			log.add("ALTER_TABLE", batch*fetches)
 			dec := &spreadDecoder{perFetch: batch, done: map[int64]bool{}, spread: map[int64]chan struct{}{},

@@ -15,6 +15,7 @@ import (
 // failed twice over: curl refused the URL without a host, and -d sent the JSON
 // as a form, which the handler did not read). Only the port is the test's.
 func TestReadmeLogLevelCommandWorks(t *testing.T) {
+	t.Parallel()
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("curl is not installed")

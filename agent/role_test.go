@@ -12,6 +12,7 @@ import (
 // value at that moment); /status shows the master's term, and each commit is
 // logged at debug with that term, so an operator can tell who wrote a cursor.
 func TestRoleLossAndCommitsNameTheRightTerm(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	master := h.startConverged()
 	term := master.status().Term

@@ -11,6 +11,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		err  error
@@ -33,6 +34,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestSignalNeverLosesAWakeUp(t *testing.T) {
+	t.Parallel()
 	s := newSignal()
 	ch := s.wait()
 	s.fire()
@@ -52,6 +54,7 @@ func TestSignalNeverLosesAWakeUp(t *testing.T) {
 // retry.auth_interval whatever its length: above 12.5 min the backoff library
 // answers "stop" (-1 ns), which must not make the loop retry at once, for ever.
 func TestSlowRetryOfLongAuthIntervalsWaits(t *testing.T) {
+	t.Parallel()
 	for _, d := range []time.Duration{13 * time.Minute, time.Hour} {
 		for range 100 {
 			if got := jitter(d); got < d*8/10 || got > d*12/10 {

@@ -23,6 +23,7 @@ func seedMember(s *memStore, member string, value, epoch int64) {
 // events, all below its current id: the master must move past what it read
 // only, not jump to the current id over the kept events behind them.
 func TestMasterSkipListIgnoredLosesNoEvent(t *testing.T) {
+	t.Parallel()
 	log := &memLog{ignoreSkip: true}
 	log.add("ALTER_TABLE", 1)
 	store := newMemStore()
@@ -41,6 +42,7 @@ func TestMasterSkipListIgnoredLosesNoEvent(t *testing.T) {
 }
 
 func TestFollowerSkipListIgnoredLosesNoEvent(t *testing.T) {
+	t.Parallel()
 	log := &memLog{ignoreSkip: true}
 	log.add("ALTER_TABLE", 1)
 	log.add("OPEN_TXN", 3)
@@ -61,6 +63,7 @@ func TestFollowerSkipListIgnoredLosesNoEvent(t *testing.T) {
 // epoch; the new log grew past x; m0 returns as master. Its durable x belongs
 // to the old log: it must neither be committed nor applied from.
 func TestStaleDurableCursorAfterResetIsNotCommitted(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 15) // the new log, already past the old cursor 10
 	store := newMemStore()
@@ -86,6 +89,7 @@ func TestStaleDurableCursorAfterResetIsNotCommitted(t *testing.T) {
 // finds the master cursor already past its own: the epoch tells it the new log
 // is no continuation of the old one.
 func TestFollowerNoticesResetItNeverSaw(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 35)
 	store := newMemStore()
@@ -102,6 +106,7 @@ func TestFollowerNoticesResetItNeverSaw(t *testing.T) {
 // 4. An operator's `cursor reset` is seen by a follower that was mid-apply only
 // after the master refreshed and committed on top of the -1.
 func TestFollowerNoticesOperatorResetItNeverSaw(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 25)
 	store := newMemStore()
@@ -120,6 +125,7 @@ func TestFollowerNoticesOperatorResetItNeverSaw(t *testing.T) {
 // 5. With a metastore that honours the skip list, a follower's read of
 // "master - own" events would count only kept ones and go past the master.
 func TestFollowerNeverReadsPastMasterWithSkipList(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	for range 10 {
 		log.add("OPEN_TXN", 1)
@@ -148,6 +154,7 @@ func TestFollowerNeverReadsPastMasterWithSkipList(t *testing.T) {
 // master cursor still queued in its watch. It must act on the cursor etcd holds
 // now, not on the queued one.
 func TestFollowerResumingFromPauseIgnoresQueuedMasterCursor(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 35) // the new log
 	store := newMemStore()
@@ -174,6 +181,7 @@ func TestFollowerResumingFromPauseIgnoresQueuedMasterCursor(t *testing.T) {
 // 6. A new master still catching up (own < current < committed) must see that
 // the log was reset: the committed cursor is part of what the log reached.
 func TestCatchingUpMasterNoticesReset(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 12) // the new log: 12 < committed 20
 	store := newMemStore()
@@ -191,6 +199,7 @@ func TestCatchingUpMasterNoticesReset(t *testing.T) {
 // fetch: the refresh is as of the id the fetch saw in the new log, not the
 // old log's id read before.
 func TestMasterResetSeenByFetchUsesTheFetchsCurrentID(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 15)
 	store := newMemStore()
@@ -217,6 +226,7 @@ func TestMasterResetSeenByFetchUsesTheFetchsCurrentID(t *testing.T) {
 // back with a full refresh instead of sending the next batch; one restored
 // from an older state is replayed from its own id.
 func TestFERestartedEmptyIsRefreshed(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 10)
 	store := newMemStore()
@@ -240,6 +250,7 @@ func TestFERestartedEmptyIsRefreshed(t *testing.T) {
 }
 
 func TestFERestoredFromOlderStateIsReplayed(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 10)
 	store := newMemStore()
@@ -258,6 +269,7 @@ func TestFERestoredFromOlderStateIsReplayed(t *testing.T) {
 
 // An upgraded cluster (no epoch keys anywhere) resumes without a refresh.
 func TestUpgradeFromBeforeEpochsResumes(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 12)
 	store := newMemStore()
@@ -276,6 +288,7 @@ func TestUpgradeFromBeforeEpochsResumes(t *testing.T) {
 // A metastore whose db uuid changed is a new log even though its current id
 // is above the cursor.
 func TestMetastoreIdentityChangeStartsNewEpoch(t *testing.T) {
+	t.Parallel()
 	log := &memLog{uuid: "u1"}
 	log.add("ALTER_TABLE", 5)
 	store := newMemStore()
@@ -298,6 +311,7 @@ func TestMetastoreIdentityChangeStartsNewEpoch(t *testing.T) {
 // An operator lowering the cursor starts a new epoch: the master continues
 // after the value without a refresh, a follower full-refreshes.
 func TestOperatorLoweringCursor(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 20)
 	store := newMemStore()
@@ -326,6 +340,7 @@ func TestOperatorLoweringCursor(t *testing.T) {
 // The fenced commit refuses a member of a stale term; the master then steps
 // down and stops writing.
 func TestMasterOfStaleTermStopsWriting(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 5)
 	store := newMemStore()
@@ -352,6 +367,7 @@ func TestMasterOfStaleTermStopsWriting(t *testing.T) {
 // An FE whose state answer cannot be read is applied to anyway: the check must
 // not turn into a self-heal on every step.
 func TestFEStateUnreadableDoesNotSelfHeal(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 10)
 	store := newMemStore()
@@ -371,6 +387,7 @@ func TestFEStateUnreadableDoesNotSelfHeal(t *testing.T) {
 // the next step full-refreshes); credentials and configuration errors keep the
 // cursor, are loud (/readyz) and retry slowly.
 func TestFailureClassesOfAnApply(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		class                         applier.Class
 		wantOwn                       int64
@@ -423,6 +440,7 @@ func TestFailureClassesOfAnApply(t *testing.T) {
 // read the cursor again and adopt the operator's value rather than commit
 // over it.
 func TestMasterAdoptsOperatorRaise(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 60)
 	store := newMemStore()
@@ -454,6 +472,7 @@ func TestMasterAdoptsOperatorRaise(t *testing.T) {
 // The master of a local-scope dialect asks its own FE too, before it applies
 // the next batch: an FE restarted empty gets a full refresh, not the batch.
 func TestMasterRefreshesItsFERestartedEmpty(t *testing.T) {
+	t.Parallel()
 	log := &memLog{}
 	log.add("ALTER_TABLE", 10)
 	store := newMemStore()
