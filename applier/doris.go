@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,15 +52,20 @@ func (*Doris) Dialect() string { return DialectDoris }
 func (d *Doris) Scope() Scope { return scopeOr(d.c.Scope, ScopeCluster) }
 
 // Apply sends DorisStatements(b.Catalog, b) one after the other and stops at the
-// first failure. REFRESH is idempotent, so retrying the whole batch is safe.
+// first failure, whose *Error names the objects the statement concerns.
+// REFRESH is idempotent, so retrying the whole batch is safe.
 func (d *Doris) Apply(ctx context.Context, b change.Batch) error {
 	if err := checkBatch(b); err != nil {
 		return &Error{Class: Deterministic, Dialect: DialectDoris, FE: d.c.URL, Err: fmt.Errorf("batch (%d, %d] of catalog %q: %w", b.From, b.To, b.Catalog, err)}
 	}
-	for _, stmt := range DorisStatements(b.Catalog, b) {
-		err := d.exec(ctx, stmt)
+	for _, stmt := range dorisStatements(b.Catalog, b) {
+		err := d.exec(ctx, stmt.sql)
 		observe(ctx, b.Catalog, err)
 		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Objects = stmt.objects
+			}
 			return err
 		}
 	}

@@ -3,6 +3,8 @@ package applier
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hmssync/hmssync/change"
 )
 
 // Class says what the caller should do about a failed Apply or Check.
@@ -13,8 +15,9 @@ const (
 	// retried in place with backoff; the cursor does not move.
 	Transient Class = iota
 	// Deterministic failures (the FE rejected a statement or batch for a reason
-	// that retrying will not change) make the caller self-heal: cursor := -1,
-	// so the next cycle full-refreshes past the poison event.
+	// that retrying will not change) make the caller self-heal past the poison
+	// event: at the scope of the Error's Objects when it names any, else by a
+	// full refresh.
 	Deterministic
 	// Auth: the FE refused hmssync's credentials or privileges (HTTP 401 or
 	// 403, Doris's code 401, "access denied"). Reported loudly as a credentials
@@ -53,7 +56,12 @@ type Error struct {
 	// Statement is the SQL statement (doris) or request (native) that failed, ""
 	// when the failure came before anything was sent.
 	Statement string
-	Err       error
+	// Objects are the databases and tables the refused statement (doris) or
+	// items (native) concern; nil when the applier cannot say (a catalog
+	// statement, an FE that does not name what it rejected, a failure before
+	// anything was sent).
+	Objects []change.Object
+	Err     error
 }
 
 func (e *Error) Error() string {

@@ -60,7 +60,9 @@ type NativeState struct {
 // Apply posts b. 2xx means applied (or already applied); 401 and 403 are Auth;
 // 404 is Configuration (the FE does not know the catalog, or does not serve the
 // protocol: applying it again, or a full refresh, would get the same answer);
-// 408, 429, 5xx and network failures Transient; other 4xx Deterministic.
+// 408, 429, 5xx and network failures Transient; other 4xx Deterministic. When a
+// 4xx answer names the items the FE rejected, the *Error's Objects are what
+// those items concern (rejectedObjects).
 func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 	path := ChangesPath(b.Catalog)
 	what := fmt.Sprintf("POST %s events (%d, %d]", path, b.From, b.To)
@@ -75,7 +77,7 @@ func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 		return n.fail(Deterministic, what, err)
 	}
 	start := time.Now()
-	_, err = n.do(ctx, http.MethodPost, path, body)
+	raw, status, err := n.do(ctx, http.MethodPost, path, body)
 	if errors.Is(err, errNotFound) {
 		err = &Error{Class: Configuration, Err: fmt.Errorf("the FE does not know catalog %q (create it on the FE, or fix catalogs[].name), or does not serve the hmssync native protocol v%d (use fe.dialect doris?): %w", b.Catalog, NativeVersion, err)}
 	}
@@ -83,7 +85,11 @@ func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 	if err != nil {
 		n.c.Logger.Debug("fe batch failed", zap.String("fe", n.c.URL), zap.String("request", what),
 			zap.Int("changes", len(b.Changes)), zap.Duration("duration", time.Since(start)), zap.Error(err))
-		return n.fail(ClassOf(err), what, err)
+		e := n.fail(ClassOf(err), what, err)
+		if status >= 400 && status < 500 {
+			e.Objects = rejectedObjects(raw, b.Changes)
+		}
+		return e
 	}
 	n.c.Logger.Debug("fe batch", zap.String("fe", n.c.URL), zap.String("request", what),
 		zap.Int("changes", len(b.Changes)), zap.Bool("full_refresh", b.FullRefresh), zap.Duration("duration", time.Since(start)))
@@ -94,7 +100,7 @@ func (n *Native) Apply(ctx context.Context, b change.Batch) error {
 // verifies that the FE speaks this protocol version. A 404 means the FE does not
 // implement the protocol: a configuration error.
 func (n *Native) Check(ctx context.Context) error {
-	raw, err := n.do(ctx, http.MethodGet, PingPath, nil)
+	raw, _, err := n.do(ctx, http.MethodGet, PingPath, nil)
 	if err != nil {
 		if errors.Is(err, errNotFound) {
 			return n.fail(Configuration, "GET "+PingPath, fmt.Errorf("the FE does not implement the hmssync native protocol v%d (use fe.dialect doris?): %w", NativeVersion, err))
@@ -113,7 +119,7 @@ func (n *Native) Check(ctx context.Context) error {
 // AppliedEventID asks the FE which event it last applied for catalog (-1: none).
 func (n *Native) AppliedEventID(ctx context.Context, catalog string) (int64, error) {
 	path := StatePath(catalog)
-	raw, err := n.do(ctx, http.MethodGet, path, nil)
+	raw, _, err := n.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, n.fail(ClassOf(err), "GET "+path, err)
 	}
@@ -127,9 +133,10 @@ func (n *Native) AppliedEventID(ctx context.Context, catalog string) (int64, err
 // errNotFound marks a 404, which Check reads differently from Apply.
 var errNotFound = errors.New("HTTP 404")
 
-// do performs one request and returns the body of a 2xx answer. A failure is an
-// *Error whose Class follows the status.
-func (n *Native) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+// do performs one request and returns the answer's body (read within
+// maxResponse) and status, 0 when there was no answer. A status other than 2xx
+// is also an *Error whose Class follows the status.
+func (n *Native) do(ctx context.Context, method, path string, body []byte) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.c.Timeout)
 	defer cancel()
 	var rd io.Reader
@@ -138,7 +145,7 @@ func (n *Native) do(ctx context.Context, method, path string, body []byte) ([]by
 	}
 	req, err := http.NewRequestWithContext(ctx, method, n.c.URL+path, rd)
 	if err != nil {
-		return nil, &Error{Class: Configuration, Err: fmt.Errorf("building the request to %s (check fe.url): %w", n.c.URL+path, err)}
+		return nil, 0, &Error{Class: Configuration, Err: fmt.Errorf("building the request to %s (check fe.url): %w", n.c.URL+path, err)}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -147,28 +154,28 @@ func (n *Native) do(ctx context.Context, method, path string, body []byte) ([]by
 	req.SetBasicAuth(n.c.User, n.c.Password)
 	resp, err := n.c.Client.Do(req)
 	if err != nil {
-		return nil, &Error{Class: Transient, Err: fmt.Errorf("%w (is the FE up?)", err)}
+		return nil, 0, &Error{Class: Transient, Err: fmt.Errorf("%w (is the FE up?)", err)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
-		return nil, &Error{Class: Transient, Err: fmt.Errorf("reading the answer: %w", err)}
+		return nil, resp.StatusCode, &Error{Class: Transient, Err: fmt.Errorf("reading the answer: %w", err)}
 	}
 	code := resp.StatusCode
 	if code >= 200 && code < 300 {
-		return raw, nil
+		return raw, code, nil
 	}
 	msg := nativeErrorText(raw)
 	switch {
 	case code == http.StatusNotFound:
-		return nil, &Error{Class: Configuration, Err: fmt.Errorf("%w: %s", errNotFound, msg)}
+		return raw, code, &Error{Class: Configuration, Err: fmt.Errorf("%w: %s", errNotFound, msg)}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return nil, &Error{Class: Auth, Err: fmt.Errorf("HTTP %d (check fe.user, the FE password and its privileges): %s", code, msg)}
+		return raw, code, &Error{Class: Auth, Err: fmt.Errorf("HTTP %d (check fe.user, the FE password and its privileges): %s", code, msg)}
 	}
-	return nil, &Error{Class: statusClass(code), Err: fmt.Errorf("HTTP %d: %s", code, msg)}
+	return raw, code, &Error{Class: statusClass(code), Err: fmt.Errorf("HTTP %d: %s", code, msg)}
 }
 
-func (n *Native) fail(c Class, what string, err error) error {
+func (n *Native) fail(c Class, what string, err error) *Error {
 	if e, ok := err.(*Error); ok {
 		err = e.Err // keep one layer: the outer Error names FE and request
 	}
@@ -184,4 +191,45 @@ func nativeErrorText(raw []byte) string {
 		return excerpt([]byte(e.Error))
 	}
 	return excerpt(raw)
+}
+
+// maxRejectedObjects bounds the objects kept from one answer: enough to heal
+// the tables of a batch one by one, small enough to log and report whole.
+const maxRejectedObjects = 100
+
+// rejectedObjects reads the items a refusing FE names (docs/fe-protocol.md §3):
+// {"error": "...", "rejected": [{"index": N, "error": "..."}]}, N a 0-based index
+// into changes. It returns the objects those items concern, without repeats,
+// in the order the answer names them, at most maxRejectedObjects. An answer
+// that is not that JSON, names no item, or names an index the batch does not
+// have says nothing the sidecar can trust: nil.
+func rejectedObjects(raw []byte, changes []change.Descriptor) []change.Object {
+	var answer struct {
+		Rejected []struct {
+			Index *int `json:"index"`
+		} `json:"rejected"`
+	}
+	if json.Unmarshal(raw, &answer) != nil {
+		return nil
+	}
+	for _, r := range answer.Rejected {
+		if r.Index == nil || *r.Index < 0 || *r.Index >= len(changes) {
+			return nil
+		}
+	}
+	var out []change.Object
+	seen := map[change.Object]bool{}
+	for _, r := range answer.Rejected {
+		for _, o := range changes[*r.Index].Objects() {
+			if seen[o] {
+				continue
+			}
+			if len(out) == maxRejectedObjects {
+				return out
+			}
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package applier
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -155,5 +157,88 @@ func TestNativeUnknownCatalogIsAConfigurationError(t *testing.T) {
 	}
 	if strings.Contains(strings.ToLower(err.Error()), "password") {
 		t.Errorf("a configuration error blames the password: %q", err)
+	}
+}
+
+func TestRejectedObjects(t *testing.T) {
+	changes := []change.Descriptor{
+		{EventID: 1, Op: change.AddPartitions, DB: "d", Table: "t", Partitions: []string{"p=1"}},
+		{EventID: 2, Op: change.RenameTable, DB: "d", Table: "a", DBAfter: "e", TableAfter: "b"},
+		{EventID: 3, Op: change.RefreshDatabase, DB: "f"},
+		{EventID: 4, Op: change.RefreshTable, DB: "d", Table: "t"},
+	}
+	dt := change.Object{DB: "d", Table: "t"}
+	cases := []struct {
+		name, body string
+		want       []change.Object
+	}{
+		{"one item", `{"error":"x","rejected":[{"index":0,"error":"bad serde"}]}`, []change.Object{dt}},
+		{"a rename names both tables", `{"rejected":[{"index":1}]}`, []change.Object{{DB: "d", Table: "a"}, {DB: "e", Table: "b"}}},
+		{"a database item", `{"rejected":[{"index":2}]}`, []change.Object{{DB: "f"}}},
+		{"repeats are kept once", `{"rejected":[{"index":3},{"index":0},{"index":3}]}`, []change.Object{dt}},
+		{"in the answer's order", `{"rejected":[{"index":2},{"index":0}]}`, []change.Object{{DB: "f"}, dt}},
+		{"no rejected key", `{"error":"x"}`, nil},
+		{"empty list", `{"error":"x","rejected":[]}`, nil},
+		{"index out of range", `{"rejected":[{"index":0},{"index":4}]}`, nil},
+		{"negative index", `{"rejected":[{"index":-1}]}`, nil},
+		{"no index", `{"rejected":[{"error":"x"}]}`, nil},
+		{"index not an integer", `{"rejected":[{"index":1.5}]}`, nil},
+		{"index a string", `{"rejected":[{"index":"0"}]}`, nil},
+		{"not JSON", `<html>bad request</html>`, nil},
+		{"rejected not a list", `{"rejected":{"index":0}}`, nil},
+	}
+	for _, c := range cases {
+		if got := rejectedObjects([]byte(c.body), changes); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := rejectedObjects([]byte(`{"rejected":[{"index":0}]}`), nil); got != nil {
+		t.Errorf("a batch without changes: got %v", got)
+	}
+
+	var many []change.Descriptor
+	var items []string
+	for i := range 2 * maxRejectedObjects {
+		many = append(many, change.Descriptor{EventID: int64(i), Op: change.RefreshTable, DB: "d", Table: fmt.Sprint("t", i)})
+		items = append(items, fmt.Sprintf(`{"index":%d}`, i))
+	}
+	got := rejectedObjects([]byte(`{"rejected":[`+strings.Join(items, ",")+`]}`), many)
+	if len(got) != maxRejectedObjects || got[0] != (change.Object{DB: "d", Table: "t0"}) {
+		t.Errorf("kept %d objects (first %v), want the first %d", len(got), got[:1], maxRejectedObjects)
+	}
+}
+
+// TestNativeErrorNamesTheRejectedItems has the FE name the rejected item in its
+// answer: the *Error carries what that item concerns, only for a 4xx.
+func TestNativeErrorNamesTheRejectedItems(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	a := newNativeFor(t, fe.URL, "")
+	b := change.Batch{Catalog: "hive", From: 0, To: 2, Changes: []change.Descriptor{
+		{EventID: 1, Op: change.RefreshTable, DB: "d", Table: "good"},
+		{EventID: 2, Op: change.RefreshTable, DB: "d", Table: "bad"},
+	}}
+	answer := `{"error":"unsupported input format","rejected":[{"index":1,"error":"unsupported input format"}]}`
+	cases := []struct {
+		status int
+		want   []change.Object
+	}{
+		{400, []change.Object{{DB: "d", Table: "bad"}}},
+		{422, []change.Object{{DB: "d", Table: "bad"}}},
+		{503, nil},
+	}
+	for _, c := range cases {
+		fe.InjectFault(fetest.Fault{Native: true, HTTPStatus: c.status, Body: answer, Times: 1})
+		err := a.Apply(context.Background(), b)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("HTTP %d: %v is not an *Error", c.status, err)
+		}
+		if !reflect.DeepEqual(e.Objects, c.want) {
+			t.Errorf("HTTP %d: objects %v, want %v", c.status, e.Objects, c.want)
+		}
+		if !strings.Contains(err.Error(), "unsupported input format") {
+			t.Errorf("HTTP %d: error %q does not quote the FE", c.status, err)
+		}
 	}
 }

@@ -33,7 +33,9 @@ var keepCaches = map[string]string{"invalid_cache": "false"}
 // db.table and db2.table2 address exactly those names with exactly the
 // properties SPEC §5 gives them: a table registration (REFRESH DATABASE and
 // TABLE), a database registration (REFRESH CATALOG ... invalid_cache=false) and
-// a full refresh (REFRESH CATALOG alone, which invalidates the caches).
+// a full refresh (REFRESH CATALOG alone, which invalidates the caches), and the
+// statements of a table heal (REFRESH TABLE) and a database heal (REFRESH
+// DATABASE without properties).
 func checkRecovered(t testing.TB, catalog, db, table, db2, table2 string) {
 	t.Helper()
 	refreshTable := func(db, table string) fetest.Statement {
@@ -43,6 +45,12 @@ func checkRecovered(t testing.TB, catalog, db, table, db2, table2 string) {
 	tables := []fetest.Statement{refreshTable(db, table), refreshTable(db2, table2)}
 	if db == db2 && table == table2 {
 		tables = tables[:1] // one table: one REFRESH TABLE
+	}
+	// A database heal is REFRESH DATABASE without properties (it invalidates
+	// the caches), and covers the tables of that database.
+	healDB := []fetest.Statement{{Kind: fetest.RefreshDatabase, Catalog: catalog, DB: db}}
+	if db2 != db {
+		healDB = append(healDB, refreshTable(db2, table2))
 	}
 	cases := []struct {
 		what string
@@ -57,6 +65,12 @@ func checkRecovered(t testing.TB, catalog, db, table, db2, table2 string) {
 			[]fetest.Statement{{Kind: fetest.RefreshCatalog, Catalog: catalog, Properties: keepCaches}, refreshTable(db2, table2)}},
 		{"full refresh", change.Batch{FullRefresh: true},
 			[]fetest.Statement{{Kind: fetest.RefreshCatalog, Catalog: catalog}}},
+		{"table heal", change.Batch{Changes: []change.Descriptor{
+			{EventID: 1, Op: change.RefreshTable, DB: db, Table: table}}},
+			[]fetest.Statement{refreshTable(db, table)}},
+		{"database heal", change.Batch{Changes: []change.Descriptor{
+			{EventID: 1, Op: change.RefreshDatabase, DB: db}, addPartitions}},
+			healDB},
 	}
 	for _, c := range cases {
 		stmts := DorisStatements(catalog, c.b)
@@ -112,6 +126,9 @@ func TestHostileNamesReachTheFE(t *testing.T) {
 				{EventID: int64(i + 1), Op: change.RegisterDatabase, DB: n + "_db"},
 			}},
 			{Catalog: n, From: int64(i), To: int64(i + 1), FullRefresh: true},
+			{Catalog: n, From: int64(i), To: int64(i + 1), Changes: []change.Descriptor{
+				{EventID: int64(i + 1), Op: change.RefreshDatabase, DB: n + "_db"},
+			}},
 		}
 		for _, b := range batches {
 			if err := a.Apply(context.Background(), b); err != nil {
@@ -121,7 +138,8 @@ func TestHostileNamesReachTheFE(t *testing.T) {
 		want = append(want,
 			fetest.Statement{Kind: fetest.RefreshTable, Catalog: n, DB: n + "_db", Table: "t" + n},
 			fetest.Statement{Kind: fetest.RefreshCatalog, Catalog: n, Properties: keepCaches},
-			fetest.Statement{Kind: fetest.RefreshCatalog, Catalog: n})
+			fetest.Statement{Kind: fetest.RefreshCatalog, Catalog: n},
+			fetest.Statement{Kind: fetest.RefreshDatabase, Catalog: n, DB: n + "_db"})
 	}
 	got := fe.Statements()
 	if len(got) != len(want) {

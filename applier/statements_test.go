@@ -13,6 +13,8 @@ const (
 	dbD          = "REFRESH DATABASE `hive`.`d` PROPERTIES(\"invalid_cache\"=\"false\")"
 	dbE          = "REFRESH DATABASE `hive`.`e` PROPERTIES(\"invalid_cache\"=\"false\")"
 	tableDT      = "REFRESH TABLE `hive`.`d`.`t`"
+	healD        = "REFRESH DATABASE `hive`.`d`"
+	healE        = "REFRESH DATABASE `hive`.`e`"
 )
 
 func ops(ds ...change.Descriptor) change.Batch {
@@ -39,6 +41,9 @@ func unreg(db, t string) change.Descriptor {
 }
 func ren(db, t, db2, t2 string) change.Descriptor {
 	return change.Descriptor{Op: change.RenameTable, DB: db, Table: t, DBAfter: db2, TableAfter: t2}
+}
+func refreshDB(db string) change.Descriptor {
+	return change.Descriptor{Op: change.RefreshDatabase, DB: db}
 }
 func refresh(db, t string) change.Descriptor {
 	return change.Descriptor{Op: change.RefreshTable, DB: db, Table: t}
@@ -96,6 +101,24 @@ func TestDorisStatements(t *testing.T) {
 			[]string{catalogNames, tableDT}},
 		{"first mention decides the order", ops(addP("d", "b", "p=1"), addP("d", "a", "p=1"), refresh("d", "b")),
 			[]string{"REFRESH TABLE `hive`.`d`.`b`", "REFRESH TABLE `hive`.`d`.`a`"}},
+		{"refresh database", ops(refreshDB("d")), []string{healD}},
+		{"refresh database once per database", ops(refreshDB("d"), refreshDB("e"), refreshDB("d")), []string{healD, healE}},
+		{"refresh database covers its tables and its name list",
+			ops(addP("d", "t", "p=1"), reg("d", "u"), refreshDB("d"), addP("e", "u", "p=1"), refresh("d", "v")),
+			[]string{healD, "REFRESH TABLE `hive`.`e`.`u`"}},
+		{"refresh database beside another database's name list", ops(reg("e", "t"), refreshDB("d")),
+			[]string{dbE, healD, "REFRESH TABLE `hive`.`e`.`t`"}},
+		{"refresh database after a database op", ops(regDB("x"), refreshDB("d"), addP("d", "t", "p=1")),
+			[]string{catalogNames, healD}},
+		{"refresh database of a database dropped later", ops(refreshDB("d"), unregDB("d")), []string{catalogNames}},
+		{"refresh database follows a database rename", ops(refreshDB("d"), renDB("d", "e")), []string{catalogNames, healE}},
+		{"refresh database of a database created again", ops(unregDB("d"), regDB("d"), refreshDB("d")),
+			[]string{catalogNames, healD}},
+		{"full refresh dominates a refresh database", func() change.Batch {
+			b := ops(refreshDB("d"))
+			b.FullRefresh = true
+			return b
+		}(), []string{"REFRESH CATALOG `hive`"}},
 		{"invalid descriptors are ignored", ops(change.Descriptor{Op: change.AddPartitions, DB: "d", Table: "t"}, change.Descriptor{Op: "NOPE", DB: "d"}),
 			nil},
 	}
@@ -119,5 +142,36 @@ func TestDorisStatementsQuoteHostileNames(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n  %q\nwant\n  %q", got, want)
+	}
+	got = DorisStatements("c`at", ops(refreshDB("d`; --\n"), refresh("e`", "`t")))
+	want = []string{"REFRESH DATABASE `c``at`.`d``; --\n`", "REFRESH TABLE `c``at`.`e```.```t`"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n  %q\nwant\n  %q", got, want)
+	}
+}
+
+// TestDorisStatementObjects checks the object each statement concerns: its
+// table, its database, nothing for the catalog.
+func TestDorisStatementObjects(t *testing.T) {
+	b := ops(reg("d", "t"), refreshDB("e"), addP("e", "u", "p=1"), addP("f", "v", "p=1"))
+	got := dorisStatements("hive", b)
+	want := []statement{
+		{dbD, []change.Object{{DB: "d"}}},
+		{healE, []change.Object{{DB: "e"}}},
+		{tableDT, []change.Object{{DB: "d", Table: "t"}}},
+		{"REFRESH TABLE `hive`.`f`.`v`", []change.Object{{DB: "f", Table: "v"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n  %+v\nwant\n  %+v", got, want)
+	}
+	got = dorisStatements("hive", ops(regDB("x"), addP("d", "t", "p=1")))
+	want = []statement{{catalogNames, nil}, {tableDT, []change.Object{{DB: "d", Table: "t"}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n  %+v\nwant\n  %+v", got, want)
+	}
+	full := ops(addP("d", "t", "p=1"))
+	full.FullRefresh = true
+	if got := dorisStatements("hive", full); len(got) != 1 || got[0].objects != nil {
+		t.Errorf("full refresh: %+v", got)
 	}
 }

@@ -21,15 +21,19 @@ const (
 	UnregisterTable    Op = "UNREGISTER_TABLE"
 	RenameTable        Op = "RENAME_TABLE"
 	RefreshTable       Op = "REFRESH_TABLE"
-	AddPartitions      Op = "ADD_PARTITIONS"
-	DropPartitions     Op = "DROP_PARTITIONS"
-	RefreshPartitions  Op = "REFRESH_PARTITIONS"
+	// RefreshDatabase reloads a database's tables and their caches. The HMS
+	// decoder never produces it: self-heal sends it to heal a database.
+	RefreshDatabase   Op = "REFRESH_DATABASE"
+	AddPartitions     Op = "ADD_PARTITIONS"
+	DropPartitions    Op = "DROP_PARTITIONS"
+	RefreshPartitions Op = "REFRESH_PARTITIONS"
 )
 
-// Ops lists every valid Op, in the order of SPEC §3.
+// Ops lists every valid Op, in the order of SPEC §3, with RefreshDatabase after
+// RefreshTable.
 var Ops = []Op{
 	RegisterDatabase, UnregisterDatabase, RenameDatabase,
-	RegisterTable, UnregisterTable, RenameTable, RefreshTable,
+	RegisterTable, UnregisterTable, RenameTable, RefreshTable, RefreshDatabase,
 	AddPartitions, DropPartitions, RefreshPartitions,
 }
 
@@ -45,7 +49,7 @@ func (o Op) Valid() bool {
 
 // DatabaseLevel reports whether o concerns a whole database rather than a table.
 func (o Op) DatabaseLevel() bool {
-	return o == RegisterDatabase || o == UnregisterDatabase || o == RenameDatabase
+	return o == RegisterDatabase || o == UnregisterDatabase || o == RenameDatabase || o == RefreshDatabase
 }
 
 // Descriptor is one change to apply, derived from one HMS notification event. One
@@ -78,7 +82,7 @@ func (d Descriptor) Validate() error {
 		if d.DBAfter == "" {
 			return fmt.Errorf("event %d: %s without db_after", d.EventID, d.Op)
 		}
-	case RegisterDatabase, UnregisterDatabase:
+	case RegisterDatabase, UnregisterDatabase, RefreshDatabase:
 	default:
 		if d.Table == "" {
 			return fmt.Errorf("event %d: %s without table", d.EventID, d.Op)
@@ -95,6 +99,47 @@ func (d Descriptor) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Object names a database (Table "") or a table: what a change, a refused
+// statement or a heal concerns.
+type Object struct {
+	DB    string
+	Table string
+}
+
+// String returns "db.table", or "db" for a database.
+func (o Object) String() string {
+	if o.Table == "" {
+		return o.DB
+	}
+	return o.DB + "." + o.Table
+}
+
+// Objects returns the objects d concerns, without repeats: its table for a
+// table op, both the old and the new table for RENAME_TABLE, its database for a
+// database op, both databases for RENAME_DATABASE. An unknown op concerns
+// nothing.
+func (d Descriptor) Objects() []Object {
+	if !d.Op.Valid() {
+		return nil
+	}
+	var out []Object
+	switch d.Op {
+	case RenameDatabase:
+		out = []Object{{DB: d.DB}, {DB: d.DBAfter}}
+	case RenameTable:
+		out = []Object{{DB: d.DB, Table: d.Table}, {DB: d.DBAfter, Table: d.TableAfter}}
+	default:
+		if d.Op.DatabaseLevel() {
+			return []Object{{DB: d.DB}}
+		}
+		return []Object{{DB: d.DB, Table: d.Table}}
+	}
+	if out[0] == out[1] {
+		out = out[:1]
+	}
+	return out
 }
 
 // MarshalLine returns d's JSON form as one line, as `hmssync events decode` prints it.

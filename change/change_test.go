@@ -2,6 +2,7 @@ package change
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -72,5 +73,62 @@ func TestBatchJSONIsTheNativeBody(t *testing.T) {
 	want := `{"from_event_id":4,"to_event_id":6,"full_refresh":false,"changes":[{"event_id":5,"op":"REFRESH_TABLE","db":"d","table":"t","update_time":1}]}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestRefreshDatabaseIsADatabaseOp(t *testing.T) {
+	if !RefreshDatabase.Valid() || !RefreshDatabase.DatabaseLevel() {
+		t.Fatalf("%s: valid %v, database level %v", RefreshDatabase, RefreshDatabase.Valid(), RefreshDatabase.DatabaseLevel())
+	}
+	if err := (Descriptor{Op: RefreshDatabase, DB: "d"}).Validate(); err != nil {
+		t.Errorf("REFRESH_DATABASE with a db: %v", err)
+	}
+	if err := (Descriptor{Op: RefreshDatabase}).Validate(); err == nil {
+		t.Error("REFRESH_DATABASE without a db: want an error")
+	}
+	got, err := Descriptor{EventID: 4, Op: RefreshDatabase, DB: "d", UpdateTime: 1}.MarshalLine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"event_id":4,"op":"REFRESH_DATABASE","db":"d","update_time":1}`; string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestObjects(t *testing.T) {
+	dt := Object{DB: "d", Table: "t"}
+	cases := []struct {
+		d    Descriptor
+		want []Object
+	}{
+		{Descriptor{Op: RegisterDatabase, DB: "d"}, []Object{{DB: "d"}}},
+		{Descriptor{Op: UnregisterDatabase, DB: "d"}, []Object{{DB: "d"}}},
+		{Descriptor{Op: RefreshDatabase, DB: "d"}, []Object{{DB: "d"}}},
+		{Descriptor{Op: RenameDatabase, DB: "d", DBAfter: "e"}, []Object{{DB: "d"}, {DB: "e"}}},
+		{Descriptor{Op: RegisterTable, DB: "d", Table: "t"}, []Object{dt}},
+		{Descriptor{Op: UnregisterTable, DB: "d", Table: "t"}, []Object{dt}},
+		{Descriptor{Op: RefreshTable, DB: "d", Table: "t"}, []Object{dt}},
+		{Descriptor{Op: AddPartitions, DB: "d", Table: "t", Partitions: []string{"p=1"}}, []Object{dt}},
+		{Descriptor{Op: DropPartitions, DB: "d", Table: "t", Partitions: []string{"p=1"}}, []Object{dt}},
+		{Descriptor{Op: RefreshPartitions, DB: "d", Table: "t", Partitions: []string{"p=1"}}, []Object{dt}},
+		{Descriptor{Op: RenameTable, DB: "d", Table: "t", DBAfter: "e", TableAfter: "u"}, []Object{dt, {DB: "e", Table: "u"}}},
+		{Descriptor{Op: RenameTable, DB: "d", Table: "t", DBAfter: "d", TableAfter: "t"}, []Object{dt}},
+		{Descriptor{Op: "NOPE", DB: "d", Table: "t"}, nil},
+	}
+	for _, c := range cases {
+		if got := c.d.Objects(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%+v: got %v, want %v", c.d, got, c.want)
+		}
+	}
+	for _, op := range Ops {
+		if got := (Descriptor{Op: op, DB: "d", Table: "t", DBAfter: "e", TableAfter: "u"}).Objects(); len(got) == 0 {
+			t.Errorf("%s concerns no object", op)
+		}
+	}
+	if s := dt.String(); s != "d.t" {
+		t.Errorf("String: %q", s)
+	}
+	if s := (Object{DB: "d"}).String(); s != "d" {
+		t.Errorf("String: %q", s)
 	}
 }
