@@ -380,3 +380,46 @@ func TestDorisCheckDoesNotWaitForTheStatementInFlight(t *testing.T) {
 		t.Errorf("Check with nothing in flight sent %q, want SELECT 1 last", got)
 	}
 }
+
+// TestDorisErrorNamesTheRefusedStatementsObject has the FE refuse one
+// statement: the *Error names the table or database it concerns, and nothing
+// for a catalog statement.
+func TestDorisErrorNamesTheRefusedStatementsObject(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	a := newDorisFor(t, fe.URL, "", 0)
+	cases := []struct {
+		name  string
+		fault fetest.Fault
+		b     change.Batch
+		want  []change.Object
+	}{
+		{"a table refresh", fetest.Fault{RejectTable: "d.bad", Times: 1},
+			ops(addP("d", "good", "p=1"), addP("d", "bad", "p=1"), addP("d", "after", "p=1")), []change.Object{{DB: "d", Table: "bad"}}},
+		{"a database heal", fetest.Fault{RejectTable: "d", Times: 1},
+			ops(refreshDB("d"), addP("e", "t", "p=1")), []change.Object{{DB: "d"}}},
+		{"a name-list refresh", fetest.Fault{RejectTable: "d", Times: 1},
+			ops(reg("d", "t")), []change.Object{{DB: "d"}}},
+		{"a catalog statement", fetest.Fault{Match: "REFRESH CATALOG", Code: 1, Message: "errCode = 2, detailMessage = bad", Times: 1},
+			ops(regDB("x")), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fe.InjectFault(c.fault)
+			before := len(fe.Statements())
+			err := a.Apply(context.Background(), c.b)
+			checkClass(t, err, ptr(Deterministic))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("%v is not an *Error", err)
+			}
+			if !reflect.DeepEqual(e.Objects, c.want) {
+				t.Fatalf("objects of %v: %v, want %v", err, e.Objects, c.want)
+			}
+			// Apply stops at the refused statement.
+			if got := fe.Statements()[before:]; got[len(got)-1] != e.Statement {
+				t.Errorf("statements after the refused one were sent: %q", got)
+			}
+		})
+	}
+}

@@ -242,3 +242,36 @@ func TestNativeErrorNamesTheRejectedItems(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeRejectedItemsThroughTheFE has the fake FE reject one table: the
+// *Error names it, and the FE applied nothing of the batch.
+func TestNativeRejectedItemsThroughTheFE(t *testing.T) {
+	fe := fetest.NewServer(fetest.Options{})
+	defer fe.Close()
+	fe.InjectFault(fetest.Fault{RejectTable: "d.bad", Times: 1})
+	a := newNativeFor(t, fe.URL, "")
+	b := change.Batch{Catalog: "hive", From: 0, To: 3, Changes: []change.Descriptor{
+		{EventID: 1, Op: change.RefreshTable, DB: "d", Table: "good"},
+		{EventID: 2, Op: change.RenameTable, DB: "d", Table: "bad", DBAfter: "e", TableAfter: "moved"},
+		{EventID: 3, Op: change.RefreshDatabase, DB: "f"},
+	}}
+	err := a.Apply(context.Background(), b)
+	checkClass(t, err, ptr(Deterministic))
+	var e *Error
+	want := []change.Object{{DB: "d", Table: "bad"}, {DB: "e", Table: "moved"}}
+	if !errors.As(err, &e) {
+		t.Fatalf("%v is not an *Error", err)
+	}
+	if !reflect.DeepEqual(e.Objects, want) {
+		t.Fatalf("objects of %v: %v, want %v", err, e.Objects, want)
+	}
+	if got := fe.AppliedEventID("hive"); got != -1 {
+		t.Errorf("the FE applied up to %d of a rejected batch", got)
+	}
+	if err := a.Apply(context.Background(), b); err != nil {
+		t.Fatalf("after the fault's one use: %v", err)
+	}
+	if got := fe.AppliedEventID("hive"); got != 3 {
+		t.Errorf("applied %d, want 3", got)
+	}
+}

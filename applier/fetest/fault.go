@@ -40,6 +40,15 @@ type Fault struct {
 	// Body, if set, is answered verbatim with HTTP 200 (or HTTPStatus), for
 	// answers no other field describes (code 0 with a string in data, say).
 	Body string
+	// RejectTable rejects one object: "db.table", or "db" for a database (as
+	// change.Object's String writes it). On the native endpoint a batch with
+	// any change whose Objects include it is answered 400 (or HTTPStatus)
+	// naming those changes in "rejected", and nothing of it is applied; on
+	// /api/query a statement concerning that object (REFRESH TABLE of the
+	// table, REFRESH DATABASE of the database) is answered with code 1 and
+	// Message or a "rejected" error. Requests that do not concern it are not
+	// affected and do not use up Times.
+	RejectTable string
 	// Refuse stops the endpoint listening for this long (connection refused).
 	// It takes effect after the answer to the request that set it (via POST
 	// /_fetest/faults); in-process, call Down and Up instead.
@@ -48,23 +57,24 @@ type Fault struct {
 
 // faultJSON is Fault on the wire, durations as Go duration strings ("250ms").
 type faultJSON struct {
-	Match      string `json:"match,omitempty"`
-	Native     bool   `json:"native,omitempty"`
-	SQL        bool   `json:"sql,omitempty"`
-	Times      int    `json:"times,omitempty"`
-	Delay      string `json:"delay,omitempty"`
-	HTTPStatus int    `json:"http_status,omitempty"`
-	Code       int    `json:"code,omitempty"`
-	Message    string `json:"message,omitempty"`
-	NotExist   bool   `json:"not_exist,omitempty"`
-	Body       string `json:"body,omitempty"`
-	Refuse     string `json:"refuse,omitempty"`
+	Match       string `json:"match,omitempty"`
+	Native      bool   `json:"native,omitempty"`
+	SQL         bool   `json:"sql,omitempty"`
+	Times       int    `json:"times,omitempty"`
+	Delay       string `json:"delay,omitempty"`
+	HTTPStatus  int    `json:"http_status,omitempty"`
+	Code        int    `json:"code,omitempty"`
+	Message     string `json:"message,omitempty"`
+	NotExist    bool   `json:"not_exist,omitempty"`
+	Body        string `json:"body,omitempty"`
+	RejectTable string `json:"reject_table,omitempty"`
+	Refuse      string `json:"refuse,omitempty"`
 }
 
 // MarshalJSON writes durations as strings.
 func (f Fault) MarshalJSON() ([]byte, error) {
 	j := faultJSON{Match: f.Match, Native: f.Native, SQL: f.SQL, Times: f.Times, HTTPStatus: f.HTTPStatus,
-		Code: f.Code, Message: f.Message, NotExist: f.NotExist, Body: f.Body}
+		Code: f.Code, Message: f.Message, NotExist: f.NotExist, Body: f.Body, RejectTable: f.RejectTable}
 	if f.Delay != 0 {
 		j.Delay = f.Delay.String()
 	}
@@ -84,7 +94,7 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = Fault{Match: j.Match, Native: j.Native, SQL: j.SQL, Times: j.Times, HTTPStatus: j.HTTPStatus,
-		Code: j.Code, Message: j.Message, NotExist: j.NotExist, Body: j.Body}
+		Code: j.Code, Message: j.Message, NotExist: j.NotExist, Body: j.Body, RejectTable: j.RejectTable}
 	var err error
 	if j.Delay != "" {
 		if f.Delay, err = time.ParseDuration(j.Delay); err != nil {
@@ -131,7 +141,9 @@ func (fs *faults) snapshot() []Fault {
 }
 
 // take returns the fault that applies to a request and uses it up once.
-func (fs *faults) take(native bool, subject string) (Fault, bool) {
+// concerns says whether the request concerns an object (a RejectTable value);
+// nil for a request that concerns none.
+func (fs *faults) take(native bool, subject string, concerns func(object string) bool) (Fault, bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for i, f := range fs.list {
@@ -139,6 +151,9 @@ func (fs *faults) take(native bool, subject string) (Fault, bool) {
 			continue
 		}
 		if !strings.Contains(subject, f.Match) {
+			continue
+		}
+		if f.RejectTable != "" && (concerns == nil || !concerns(f.RejectTable)) {
 			continue
 		}
 		got := *f

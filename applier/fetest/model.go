@@ -296,6 +296,31 @@ func (m *model) applyDescriptor(ctx context.Context, catalog string, c *catalogC
 			db.refreshed = now
 			c.dbs[d.DBAfter] = db
 		}
+	case change.RefreshDatabase:
+		// A heal of the database: the FE reloads its table list and every
+		// table's caches from the metastore, loading a database it did not
+		// list and forgetting one the metastore no longer has. Without a
+		// metastore to ask it marks the cached tables reloaded.
+		if truth, ok, err := m.load(ctx, catalog); ok && err == nil {
+			tables, exists := truth[d.DB]
+			if !exists {
+				delete(c.dbs, d.DB)
+				return
+			}
+			db := c.dbs[d.DB]
+			if db == nil {
+				db = &dbCache{tables: map[string]*tableCache{}}
+				c.dbs[d.DB] = db
+			}
+			db.reload(tables, true, now)
+			return
+		}
+		if db := c.dbs[d.DB]; db != nil {
+			db.refreshed = now
+			for _, t := range db.tables {
+				t.refreshed = now
+			}
+		}
 	case change.RegisterTable:
 		if db := c.dbs[d.DB]; db != nil {
 			db.tables[d.Table] = &tableCache{partitions: []string{}, refreshed: now}

@@ -25,12 +25,26 @@ func (s *Server) nativeDenied(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // nativeFault applies an injected fault; true if it answered the request.
-func (s *Server) nativeFault(w http.ResponseWriter, r *http.Request) bool {
-	f, ok := s.faults.take(true, r.URL.Path)
+// changes are the batch's descriptors (nil for a request without a batch).
+func (s *Server) nativeFault(w http.ResponseWriter, r *http.Request, changes []change.Descriptor) bool {
+	var concerns func(string) bool
+	if len(changes) > 0 {
+		concerns = func(object string) bool { return len(rejectedItems(changes, object)) > 0 }
+	}
+	f, ok := s.faults.take(true, r.URL.Path, concerns)
 	if !ok {
 		return false
 	}
 	if !s.delay(r.Context(), f) {
+		return true
+	}
+	if f.RejectTable != "" {
+		msg := orDefault(f.Message, fmt.Sprintf("%s rejected (injected fault)", f.RejectTable))
+		var rejected []map[string]any
+		for _, i := range rejectedItems(changes, f.RejectTable) {
+			rejected = append(rejected, map[string]any{"index": i, "error": msg})
+		}
+		writeJSON(w, orDefaultInt(f.HTTPStatus, http.StatusBadRequest), map[string]any{"error": msg, "rejected": rejected})
 		return true
 	}
 	if f.Body != "" {
@@ -54,15 +68,30 @@ func (s *Server) nativeFault(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// rejectedItems returns the indexes of the changes whose objects include
+// object ("db.table" or "db").
+func rejectedItems(changes []change.Descriptor, object string) []int {
+	var out []int
+	for i, d := range changes {
+		for _, o := range d.Objects() {
+			if o.String() == object {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
 func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) {
-	if s.nativeDenied(w, r) || s.nativeFault(w, r) {
+	if s.nativeDenied(w, r) || s.nativeFault(w, r, nil) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"protocol": "hmssync-fe", "versions": []int{1}})
 }
 
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
-	if s.nativeDenied(w, r) || s.nativeFault(w, r) {
+	if s.nativeDenied(w, r) || s.nativeFault(w, r, nil) {
 		return
 	}
 	c := r.PathValue("catalog")
@@ -103,7 +132,11 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 	s.m.recordBatch(ReceivedBatch{Catalog: catalog, Batch: b})
 	s.log.Debug("fetest: batch", zap.String("fe", s.URL), zap.String("catalog", catalog),
 		zap.Int64("from", b.From), zap.Int64("to", b.To), zap.Bool("full_refresh", b.FullRefresh), zap.Int("changes", len(b.Changes)))
-	if s.nativeFault(w, r) {
+	var changes []change.Descriptor
+	if !b.FullRefresh {
+		changes = b.Changes
+	}
+	if s.nativeFault(w, r, changes) {
 		return
 	}
 	if !b.FullRefresh {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hmssync/hmssync/change"
 	"go.uber.org/zap"
 )
 
@@ -44,11 +45,14 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	s.recordStatement(body.Stmt)
 	s.log.Debug("fetest: statement", zap.String("fe", s.URL), zap.String("stmt", body.Stmt))
 
-	if f, ok := s.faults.take(false, body.Stmt); ok {
+	if f, ok := s.faults.take(false, body.Stmt, statementConcerns(body.Stmt)); ok {
 		if !s.delay(r.Context(), f) {
 			return
 		}
 		switch {
+		case f.RejectTable != "":
+			writeEnvelope(w, 1, orDefault(f.Message, "Failed to execute sql: errCode = 2, detailMessage = "+f.RejectTable+" rejected (injected fault)"))
+			return
 		case f.Body != "":
 			w.WriteHeader(orDefaultInt(f.HTTPStatus, http.StatusOK))
 			_, _ = io.WriteString(w, f.Body)
@@ -85,6 +89,26 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"msg": "success", "code": 0, "count": 0,
 		"data": map[string]any{"type": "exec_status", "status": map[string]any{}}})
+}
+
+// statementConcerns says which object a statement concerns, as a RejectTable
+// value: "db.table" for REFRESH TABLE, "db" for REFRESH DATABASE; nil for any
+// other statement.
+func statementConcerns(stmt string) func(string) bool {
+	st, err := ParseStatement(stmt)
+	if err != nil {
+		return nil
+	}
+	var object string
+	switch st.Kind {
+	case RefreshTable:
+		object = change.Object{DB: st.DB, Table: st.Table}.String()
+	case RefreshDatabase:
+		object = change.Object{DB: st.DB}.String()
+	default:
+		return nil
+	}
+	return func(o string) bool { return o == object }
 }
 
 // writeEnvelope answers an error the way Doris does: HTTP 200, the code in the
