@@ -208,9 +208,12 @@ func (a *Agent) memberStatus() cursorstore.MemberStatus {
 	s := a.Status()
 	ms := cursorstore.MemberStatus{Member: s.Member, Role: s.Role, FEURL: s.FE.URL, Version: s.Version, Catalogs: map[string]cursorstore.CatalogProgress{}}
 	for _, c := range s.Catalogs {
-		cs := cursorstore.CatalogProgress{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError}
+		cs := cursorstore.CatalogProgress{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError, SelfHeals: c.SelfHeals}
 		if c.LastErrorAt != nil {
 			cs.LastErrorTime = *c.LastErrorAt
+		}
+		if n := len(c.LastHeals); n > 0 {
+			cs.LastHeal, cs.LastHealTime = c.LastHeals[n-1].summary(), c.LastHeals[n-1].At
 		}
 		ms.Catalogs[c.Name] = cs
 	}
@@ -226,9 +229,10 @@ func (a *Agent) refreshLag(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
 			for _, l := range a.loops {
 				l.updateLag()
+				l.rec.expireHealLoops(now)
 			}
 		}
 	}

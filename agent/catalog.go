@@ -42,6 +42,8 @@ type catalogLoop struct {
 
 	cursor memberCursor
 	base   commitBase
+	// heal holds the heals by object in progress and of the last hour.
+	heal *healer
 	// poll spaces the master's polls of an idle log.
 	poll pollSchedule
 	// ahead reads the next fetch while the current batch is decoded and
@@ -83,6 +85,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 		maxDecoders: runtime.GOMAXPROCS(0),
 	}
 	l.cursor = newMemberCursor(l.cursorMoved)
+	l.heal = newHealer(a.cfg.SelfHealMaxPerHour)
 	l.ahead = newPrefetcher(l)
 	if !cat.NoPushdown {
 		l.pushDBs = pushdownDatabases(cat.Include)

@@ -43,6 +43,9 @@ type Config struct {
 
 	// Retry bounds the waits after failures.
 	Retry Retry
+	// SelfHealMaxPerHour is how many times one object may be healed in an
+	// hour before it is reported as looping (heal.go). Zero: 6.
+	SelfHealMaxPerHour int
 	// StuckAfter is how long one external call of a step (a fetch, one FE
 	// statement or request, a commit) may take before /livez reports the loop
 	// as stuck; a step making many calls is measured from its last completed

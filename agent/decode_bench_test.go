@@ -21,8 +21,8 @@ func BenchmarkDecodeAll(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
-				if _, _, err := decodeAll(message.NewDecoder(""), evs, workers); err != nil {
-					b.Fatal(err)
+				if _, errs := decodeAll(message.NewDecoder(""), evs, workers); errs != nil {
+					b.Fatal(firstError(errs))
 				}
 			}
 			b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")

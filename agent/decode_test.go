@@ -36,7 +36,8 @@ func TestDecodeAllKeepsTheLogsOrder(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ n, workers int }{{1000, 4}, {1000, 1}, {10, 8}, {130, 3}} {
 		dec := &idDecoder{}
-		descs, bad, err := decodeAll(dec, events(c.n), c.workers)
+		descs, errs := decodeAll(dec, events(c.n), c.workers)
+		bad, err := firstError(errs)
 		if err != nil || bad != -1 {
 			t.Fatalf("%d events, %d workers: bad %d, err %v", c.n, c.workers, bad, err)
 		}
@@ -58,9 +59,21 @@ func TestDecodeAllReportsTheFirstPoisonEvent(t *testing.T) {
 	// at index 300.
 	for _, workers := range []int{1, 4} {
 		dec := &idDecoder{bad: map[int64]bool{701: true, 301: true}}
-		_, bad, err := decodeAll(dec, events(1000), workers)
+		_, errs := decodeAll(dec, events(1000), workers)
+		bad, err := firstError(errs)
 		if bad != 300 || err == nil || err.Error() != "event 301 is poison" {
 			t.Errorf("%d workers: bad %d, err %v; want index 300 and event 301's error", workers, bad, err)
 		}
 	}
+}
+
+// firstError is the index of the first event in the log's order that failed,
+// and its error (-1, nil: none).
+func firstError(errs []error) (int, error) {
+	for i, err := range errs {
+		if err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
 }

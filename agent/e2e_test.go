@@ -1,9 +1,13 @@
 package agent_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,9 +15,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
+	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/testutil/etcdpartition"
 )
@@ -188,32 +194,129 @@ func TestGapAndResetFullRefreshOnce(t *testing.T) {
 	h.expectFullRefreshesSince(base, 1, "after the reset")
 }
 
-// A poison event (an undecodable message) self-heals: the loop keeps going, and
-// the event id is logged and counted.
+// Poison events (undecodable messages) self-heal by the smallest scope that
+// holds them: a truncated and a corrupt gzip ALTER_PARTITION each cost one refresh
+// of their table, an ALTER_TABLE whose old name cannot be read one of its
+// database, and only an event that names nothing the whole catalog. The loop
+// keeps going; each poison's id is logged and counted. Both dialects, master and
+// followers (native followers heal their own FEs).
 func TestPoisonEventSelfHeals(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, harnessOpts{})
-	m := h.startConverged()
-	h.churn(3)
-	_, poison := h.hms.Append(message.Event{Type: "ALTER_TABLE", DB: "db0", Table: "t0", Message: "{not json", Format: "json-0.2"})
-	h.churn(10)
-	h.awaitConverged(converge)
+	for _, dialect := range []string{applier.DialectNative, applier.DialectDoris} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, harnessOpts{dialect: dialect})
+			m := h.startConverged()
+			h.churn(3)
+			_, truncated := h.hms.Append(message.Event{Type: "ALTER_PARTITION", DB: "db0", Table: "t0", Message: `{"server":"","db":"db0","table":"t0","tableObjJson":"{\"1`, Format: "json-0.2"})
+			_, gz := h.hms.Append(message.Event{Type: "ALTER_PARTITION", DB: "db0", Table: "t1", Message: corruptGzip(t), Format: "gzip(json-2.0)"})
+			_, rename := h.hms.Append(message.Event{Type: "ALTER_TABLE", DB: "db1", Table: "t2", Message: "{not json", Format: "json-0.2"})
+			h.churn(10)
+			h.awaitConverged(converge)
+			// In a batch of its own: a catalog heal covers the whole batch.
+			_, nameless := h.hms.Append(message.Event{Type: "ALTER_TABLE", Message: "{not json", Format: "json-0.2"})
+			h.churn(5)
+			h.awaitConverged(converge)
 
-	for _, x := range h.running() {
-		logged := x.logs.FilterMessageSnippet("self-healing").FilterField(zap.Int64("event_id", poison)).Len()
-		if logged == 0 {
-			t.Errorf("%s: no self-heal log naming event %d", x.name, poison)
-		}
-		if v := x.metric("hmssync_events_failed_total", `type="ALTER_TABLE"`); v < 1 {
-			t.Errorf("%s: hmssync_events_failed_total{type=ALTER_TABLE} = %v, want ≥ 1", x.name, v)
-		}
-		if v := x.metric("hmssync_full_refreshes_total", `reason="self_heal"`); v < 1 {
-			t.Errorf("%s: no self_heal full refresh counted", x.name)
-		}
+			healers := h.running()
+			if dialect == applier.DialectDoris {
+				healers = []*member{m} // followers of a cluster-scope dialect apply nothing
+			}
+			for _, x := range healers {
+				for _, id := range []int64{truncated, gz, rename, nameless} {
+					if x.logs.FilterMessageSnippet("self-heal").FilterField(zap.Int64("event_id", id)).Len() == 0 {
+						t.Errorf("%s: no self-heal log naming event %d", x.name, id)
+					}
+				}
+				if v := x.metric("hmssync_events_failed_total", `type="ALTER_PARTITION"`); v < 2 {
+					t.Errorf("%s: hmssync_events_failed_total{type=ALTER_PARTITION} = %v, want ≥ 2", x.name, v)
+				}
+				for scope, want := range map[string]float64{"table": 2, "database": 1, "catalog": 1} {
+					if v := x.metric("hmssync_self_heals_total", `scope="`+scope+`"`); v < want {
+						t.Errorf("%s: hmssync_self_heals_total{scope=%s} = %v, want ≥ %v", x.name, scope, v, want)
+					}
+				}
+				if v := x.metric("hmssync_full_refreshes_total", `reason="self_heal"`); v < 1 {
+					t.Errorf("%s: no self_heal full refresh counted for the event that names nothing", x.name)
+				}
+			}
+			if dialect == applier.DialectDoris {
+				stmts := h.feCluster.Statements()
+				for _, want := range []string{"REFRESH TABLE `hive`.`db0`.`t0`", "REFRESH TABLE `hive`.`db0`.`t1`", "REFRESH DATABASE `hive`.`db1`"} {
+					if !slices.Contains(stmts, want) {
+						t.Errorf("the FE never received %s", want)
+					}
+				}
+			}
+			if m.catalogStatus().SelfHeals < 4 {
+				t.Errorf("master's status counts %d self-heals, want ≥ 4", m.catalogStatus().SelfHeals)
+			}
+		})
 	}
-	if m.catalogStatus().SelfHeals < 1 {
-		t.Errorf("master's status counts no self-heal")
+}
+
+// An FE that refuses one table's statements, and then that table's refresh,
+// gets the table's database refreshed instead: not the catalog. Both dialects,
+// through the real appliers (doris names the refused statement's table, native
+// the refused items).
+func TestRefusedTableHealsByItsDatabase(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{applier.DialectNative, applier.DialectDoris} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, harnessOpts{dialect: dialect})
+			m := h.startConverged()
+			if err := h.hms.CreateDatabase("heal"); err != nil {
+				t.Fatal(err)
+			}
+			for _, tbl := range []string{"bad", "good"} {
+				if err := h.hms.CreateTable(hmstest.Table{DB: "heal", Name: tbl, Columns: []string{"id"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.awaitConverged(converge)
+			for _, fe := range h.fes {
+				fe.InjectFault(fetest.Fault{RejectTable: "heal.bad"})
+			}
+			for _, tbl := range []string{"good", "bad", "good"} {
+				if err := h.hms.AlterTable("heal", tbl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			await(t, converge, "a database heal", func() (bool, string) {
+				v := m.metric("hmssync_self_heals_total", `scope="database"`)
+				return v >= 1, fmt.Sprintf("hmssync_self_heals_total{scope=database} = %v", v)
+			})
+			for _, fe := range h.fes {
+				fe.ClearFaults()
+			}
+			h.churn(5)
+			h.awaitConverged(converge)
+			if dialect == applier.DialectDoris && !slices.Contains(h.feCluster.Statements(), "REFRESH DATABASE `hive`.`heal`") {
+				t.Errorf("the FE never received REFRESH DATABASE `hive`.`heal`: %v", h.feCluster.Statements())
+			}
+			if v := m.metric("hmssync_full_refreshes_total", `reason="self_heal"`); v != 0 {
+				t.Errorf("%v self_heal full refreshes; want none: the database heal was accepted", v)
+			}
+			if v := m.metric("hmssync_self_heals_total", `scope="catalog"`); v != 0 {
+				t.Errorf("hmssync_self_heals_total{scope=catalog} = %v; want 0", v)
+			}
+		})
 	}
+}
+
+// corruptGzip is a gzip(json-2.0) message cut in half: base64 of a gzip stream
+// that ends before its data does.
+func corruptGzip(t *testing.T) string {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write([]byte(`{"server":"","servicePrincipal":"","db":"db0","table":"t1","tableType":"EXTERNAL_TABLE","tableObjJson":"{}","timestamp":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()[:buf.Len()/2])
 }
 
 // The metastore down for a while: catch-up without a full refresh.

@@ -476,6 +476,8 @@ type rigOpts struct {
 	report  bool // the FE answers AppliedEventID
 	member  string
 	decoder EventDecoder // default memDecoder
+	// healsPerHour is Config.SelfHealMaxPerHour (0: the default).
+	healsPerHour int
 }
 
 func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
@@ -503,7 +505,8 @@ func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
 		Cluster: "c", Member: o.member, Applier: app, Scope: o.scope, Elector: el, Store: store,
 		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: dec, BatchSize: o.batch,
 			PollInterval: time.Second, SkipEventTypes: o.skip}},
-		Logger: zaptest.NewLogger(t),
+		SelfHealMaxPerHour: o.healsPerHour,
+		Logger:             zaptest.NewLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,8 @@ type metrics struct {
 
 	feStatements    *prometheus.CounterVec // catalog, result
 	fullRefreshes   *prometheus.CounterVec // catalog, reason
-	selfHeals       *prometheus.CounterVec // catalog, reason
+	selfHeals       *prometheus.CounterVec // catalog, scope
+	selfHealLoops   *prometheus.GaugeVec   // catalog
 	retries         *prometheus.CounterVec // catalog, class
 	role            *prometheus.GaugeVec   // role
 	leaderChanges   prometheus.Counter
@@ -80,7 +81,8 @@ func newMetrics() *metrics {
 		commitSeconds:  hist("commit_duration_seconds", "Latency of the fenced master cursor commit to etcd.", "catalog"),
 		feStatements:   counter("fe_statements_total", "Statements (doris) or requests (native, log) sent to the FE, by result: ok, transient, deterministic, auth, configuration.", "catalog", "result"),
 		fullRefreshes:  counter("full_refreshes_total", "Full catalog refreshes, by reason: initial, gap, reset, self_heal, operator, epoch (this member's cursor was of another lineage), fe_behind (the FE reported less than it was sent).", "catalog", "reason"),
-		selfHeals:      counter("self_heals_total", "Deterministic failures healed by resetting the cursor to -1, by reason: decode, apply.", "catalog", "reason"),
+		selfHeals:      counter("self_heals_total", "Deterministic failures (an event that cannot be decoded, a change the FE refuses) healed, by the scope refreshed: table, database, or catalog (the cursor -1 and a full refresh).", "catalog", "scope"),
+		selfHealLoops:  gauge("self_heal_loops", "Objects (tables or databases) healed more than self_heal.max_per_hour times in the last hour: their events keep failing.", "catalog"),
 		retries:        counter("retries_total", "Failed steps retried, by class: transient (in place, with backoff), deterministic (a full refresh that failed deterministically, with backoff), auth, configuration and hms_config (slowly, every retry.auth_interval).", "catalog", "class"),
 		role:           gauge("role", "1 for this member's current role (master or follower), 0 otherwise.", "role"),
 		leaderChanges: func() prometheus.Counter {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -107,6 +108,9 @@ type decoded struct {
 	// applied and skipped count the events that did and did not yield a
 	// change by type, for the counters once the batch is applied.
 	applied, skipped typeCounts
+	// poisoned are the events that could not be decoded, to be healed by
+	// the objects they concern.
+	poisoned []poisonedEvent
 }
 
 // typeCounts counts events by type. A fetch holds a handful of types, so a
@@ -139,20 +143,26 @@ func (l *catalogLoop) countPoison(err error) {
 }
 
 // decode decodes and filters evs into d, on one goroutine while another fetch
-// is in flight (decodeWorkers). An event that cannot be decoded is a
-// *poisonError (the first one in the log's order, if there are several), not
-// counted yet (countPoison).
+// is in flight (decodeWorkers). An event that cannot be decoded is kept in d as
+// poisoned when the decoder can name the objects it concerns (the step heals
+// just those); otherwise it is a *poisonError (the first one in the log's order,
+// if there are several), not counted yet (countPoison).
 func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) error {
 	start := time.Now()
-	descs, bad, err := decodeAll(l.cat.Decoder, evs, l.decodeWorkers(inFlight))
-	if err != nil {
-		ev := evs[bad]
-		return &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
-	}
+	descs, errs := decodeAll(l.cat.Decoder, evs, l.decodeWorkers(inFlight))
 	if d.changes == nil {
 		d.changes = make([]change.Descriptor, 0, len(evs)) // about one change per event
 	}
 	for i, ev := range evs {
+		if errs != nil && errs[i] != nil {
+			pe := &poisonError{eventID: ev.ID, eventType: ev.Type, err: errs[i]}
+			objs := l.attribute(ev)
+			if len(objs) == 0 {
+				return pe
+			}
+			d.poisoned = append(d.poisoned, poisonedEvent{id: ev.ID, typ: ev.Type, objects: objs, err: pe})
+			continue
+		}
 		kept := false
 		for _, c := range descs[i] {
 			if l.keep(c) {
@@ -167,6 +177,15 @@ func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) err
 		}
 	}
 	l.rec.decodedIn(time.Since(start))
+	return nil
+}
+
+// attribute names the objects an undecodable event concerns (nil: none, or a
+// decoder that cannot say).
+func (l *catalogLoop) attribute(ev message.Event) []change.Object {
+	if a, ok := l.cat.Decoder.(PoisonAttributor); ok {
+		return a.Attribute(ev)
+	}
 	return nil
 }
 
@@ -193,18 +212,15 @@ const minEventsPerDecoder = 64
 
 // decodeAll decodes every event, spreading them over up to workers goroutines in
 // contiguous runs: decoding (inflating gzip, scanning JSON) is most of a
-// sidecar's CPU while it drains a backlog, and events decode independently. On
-// failure it returns the index of the first event in evs that failed, and its
-// error.
-func decodeAll(dec EventDecoder, evs []message.Event, workers int) ([][]change.Descriptor, int, error) {
-	descs := make([][]change.Descriptor, len(evs))
-	errs := make([]error, len(evs))
+// sidecar's CPU while it drains a backlog, and events decode independently. errs
+// is nil when every event decoded, else each event's error.
+func decodeAll(dec EventDecoder, evs []message.Event, workers int) (descs [][]change.Descriptor, errs []error) {
+	descs = make([][]change.Descriptor, len(evs))
+	errv := make([]error, len(evs))
 	workers = max(1, min(workers, len(evs)/minEventsPerDecoder))
 	run := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			if descs[i], errs[i] = dec.Decode(evs[i]); errs[i] != nil {
-				return // later events of this run are not needed
-			}
+			descs[i], errv[i] = dec.Decode(evs[i])
 		}
 	}
 	if workers == 1 {
@@ -217,20 +233,27 @@ func decodeAll(dec EventDecoder, evs []message.Event, workers int) ([][]change.D
 		}
 		wg.Wait()
 	}
-	for i, err := range errs {
+	for _, err := range errv {
 		if err != nil {
-			return nil, i, err
+			return descs, errv
 		}
 	}
-	return descs, -1, nil
+	return descs, nil
 }
 
-// applyDecoded applies d as the batch (own, to] and counts its events.
+// applyDecoded applies d as the batch (own, to], its poisoned events and the
+// changes of objects being healed replaced by their heals (heal.go), and counts
+// its events.
 func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64) error {
-	b := change.Batch{Catalog: l.cat.Name, From: l.cursor.Value(), To: to, Changes: d.changes}
+	for _, p := range d.poisoned {
+		l.rec.poisoned(p.typ)
+	}
+	changes, heals := l.heal.substitute(d.changes, d.poisoned, l.keep)
+	b := change.Batch{Catalog: l.cat.Name, From: l.cursor.Value(), To: to, Changes: changes}
 	if err := l.applyBatch(ctx, b); err != nil {
 		return err
 	}
+	l.healed(heals)
 	l.rec.eventsCovered(d)
 	return nil
 }
@@ -245,6 +268,7 @@ func (l *catalogLoop) fullRefresh(ctx context.Context, reason string, to int64, 
 		// Counted only when this member refreshed its FE: a follower of a
 		// cluster-scope dialect merely adopts the master's cursor.
 		l.rec.fullRefreshed(reason)
+		l.heal.forget() // the catalog is reloaded: nothing is left to heal
 	}
 	l.log.Info("full refresh", zap.String("reason", reason), zap.Int64("cursor", to), zap.Bool("applied", apply))
 	l.cursor.refreshed()
@@ -264,7 +288,12 @@ func (l *catalogLoop) applyBatch(ctx context.Context, b change.Batch) error {
 	l.progressed()
 	l.rec.applyTook(kind, time.Since(start))
 	if err != nil {
-		return &applyError{from: b.From, to: b.To, full: b.FullRefresh, err: err}
+		ae := &applyError{from: b.From, to: b.To, full: b.FullRefresh, err: err}
+		var fe *applier.Error
+		if errors.As(err, &fe) {
+			ae.objects = fe.Objects
+		}
+		return ae
 	}
 	l.cursor.sentTo(b.To)
 	_, reports := l.applier.(AppliedReporter)

@@ -18,7 +18,8 @@ import (
 // Required: EventSource, EventDecoder, Elector, CursorStore (and Config's
 // applier.Applier). Optional, found by a type assertion on the required value
 // and each saying below what the driver does without it: DatabaseEventSource and
-// MetastoreIdentifier (on the EventSource), AppliedReporter (on the Applier),
+// MetastoreIdentifier (on the EventSource), PoisonAttributor (on the
+// EventDecoder), AppliedReporter (on the Applier),
 // WatchRestartCounter (on the CursorStore), StatusPublisher (Config.Status) and
 // StatusWriteObserver (on the StatusPublisher).
 
@@ -59,6 +60,14 @@ type AppliedReporter interface {
 // EventDecoder turns one notification event into change descriptors.
 type EventDecoder interface {
 	Decode(message.Event) ([]change.Descriptor, error)
+}
+
+// PoisonAttributor is implemented by decoders that can name the objects an
+// event they cannot decode concerns (message.Decoder): the step then heals just
+// those (a table or database refresh) and applies the rest of the batch. Without
+// it, or when it names none, an undecodable event heals the whole catalog.
+type PoisonAttributor interface {
+	Attribute(message.Event) []change.Object
 }
 
 // Elector holds this member's candidacy for the master role. Cancelling Run's
@@ -118,6 +127,7 @@ var (
 	_ DatabaseEventSource = (*hms.Client)(nil)
 	_ MetastoreIdentifier = (*hms.Client)(nil)
 	_ EventDecoder        = message.Decoder{}
+	_ PoisonAttributor    = message.Decoder{}
 	_ Elector             = (*election.Elector)(nil)
 	_ CursorStore         = (*cursorstore.Store)(nil)
 	_ WatchRestartCounter = (*cursorstore.Store)(nil)

@@ -321,11 +321,12 @@ func (ra *readAhead) decodedInto(d *decoded) error {
 	if ra.decodeErr != nil {
 		return ra.decodeErr
 	}
-	if d.changes == nil && d.applied == nil && d.skipped == nil {
+	if d.changes == nil && d.applied == nil && d.skipped == nil && d.poisoned == nil {
 		*d = ra.decoded // nothing to merge with: no copy
 		return nil
 	}
 	d.changes = append(d.changes, ra.decoded.changes...)
+	d.poisoned = append(d.poisoned, ra.decoded.poisoned...)
 	for _, c := range ra.decoded.applied {
 		d.applied.add(c.typ, c.n)
 	}

@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
 )
@@ -19,7 +21,7 @@ type recorder struct {
 	catalog string
 
 	cursor, masterCursor, hmsCurrent, lagEvents, lagSeconds prometheus.Gauge
-	paused, pushdownDBs                                     prometheus.Gauge
+	paused, pushdownDBs, healLoopsGauge                     prometheus.Gauge
 	fetchSeconds, decodeSeconds, commitSeconds              prometheus.Observer
 
 	mu sync.Mutex
@@ -38,7 +40,13 @@ type catalogState struct {
 	configFailing           bool // the FE answered as no configured FE should
 	hmsConfigFailing        bool // the last step failed on a metastore configuration error (hms.ConfigError)
 	fullRefreshes, selfHeal int
-	lastAppliedAt           time.Time
+	// heals are the last maxHealsShown heals, oldest first; healLoops the
+	// objects healed more than max_per_hour times in the hour before
+	// healLoopsAt.
+	heals         []healRecord
+	healLoops     []string
+	healLoopsAt   time.Time
+	lastAppliedAt time.Time
 	// epoch is own's lineage, masterEpoch the committed one (-1 unknown).
 	epoch, masterEpoch int64
 	// feApplied is what the FE last reported as applied (AppliedReporter
@@ -57,23 +65,28 @@ const feAppliedUnknown = -2
 func newRecorder(m *metrics, catalog string) *recorder {
 	r := &recorder{
 		m: m, catalog: catalog,
-		cursor:        m.cursor.WithLabelValues(catalog),
-		masterCursor:  m.masterCursor.WithLabelValues(catalog),
-		hmsCurrent:    m.hmsCurrent.WithLabelValues(catalog),
-		lagEvents:     m.lagEvents.WithLabelValues(catalog),
-		lagSeconds:    m.lagSeconds.WithLabelValues(catalog),
-		paused:        m.catalogPaused.WithLabelValues(catalog),
-		pushdownDBs:   m.pushdownDBs.WithLabelValues(catalog),
-		fetchSeconds:  m.fetchSeconds.WithLabelValues(catalog),
-		decodeSeconds: m.decodeSeconds.WithLabelValues(catalog),
-		commitSeconds: m.commitSeconds.WithLabelValues(catalog),
-		st:            catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown},
+		cursor:         m.cursor.WithLabelValues(catalog),
+		masterCursor:   m.masterCursor.WithLabelValues(catalog),
+		hmsCurrent:     m.hmsCurrent.WithLabelValues(catalog),
+		lagEvents:      m.lagEvents.WithLabelValues(catalog),
+		lagSeconds:     m.lagSeconds.WithLabelValues(catalog),
+		paused:         m.catalogPaused.WithLabelValues(catalog),
+		pushdownDBs:    m.pushdownDBs.WithLabelValues(catalog),
+		healLoopsGauge: m.selfHealLoops.WithLabelValues(catalog),
+		fetchSeconds:   m.fetchSeconds.WithLabelValues(catalog),
+		decodeSeconds:  m.decodeSeconds.WithLabelValues(catalog),
+		commitSeconds:  m.commitSeconds.WithLabelValues(catalog),
+		st:             catalogState{own: -1, master: -1, hmsCurrent: -1, masterEpoch: -1, feApplied: feAppliedUnknown},
 	}
 	r.cursor.Set(-1)
 	m.feStatements.WithLabelValues(catalog, "ok") // the series exists before the first request
 	r.pushdownDBs.Set(0)                          // until a fetch says otherwise
 	r.masterCursor.Set(-1)
 	r.paused.Set(0)
+	r.healLoopsGauge.Set(0)
+	for _, s := range []healScope{healTable, healDatabase, healCatalog} {
+		m.selfHeals.WithLabelValues(catalog, s.String()) // every scope's series exists from the start
+	}
 	return r
 }
 
@@ -235,13 +248,45 @@ func (r *recorder) fenceRefused(reason string) {
 	r.m.fencedRejected.WithLabelValues(r.catalog, reason).Inc()
 }
 
-// selfHealed counts a deterministic failure healed by a full refresh (reason:
-// decode or apply).
-func (r *recorder) selfHealed(reason string) {
-	r.m.selfHeals.WithLabelValues(r.catalog, reason).Inc()
+// maxHealsShown is how many of the last heals /status lists per catalog.
+const maxHealsShown = 10
+
+// healed counts a heal (of a table or a database once it reached the FE; of the
+// catalog once decided) and keeps it for /status.
+func (r *recorder) healed(h healRecord) {
+	r.m.selfHeals.WithLabelValues(r.catalog, h.scope.String()).Inc()
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.st.selfHeal++
+	if len(r.st.heals) == maxHealsShown {
+		r.st.heals = slices.Delete(slices.Clone(r.st.heals), 0, 1)
+	}
+	r.st.heals = append(r.st.heals, h)
+}
+
+// healLoops records the objects healed more than max_per_hour times in the hour
+// before now.
+func (r *recorder) healLoops(objs []change.Object, now time.Time) {
+	r.healLoopsGauge.Set(float64(len(objs)))
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, objectName(o).String())
+	}
+	slices.Sort(names)
+	r.mu.Lock()
+	r.st.healLoops, r.st.healLoopsAt = names, now
 	r.mu.Unlock()
+}
+
+// expireHealLoops clears the looping objects an hour after the last heal that
+// reported them, when no heal since said so again.
+func (r *recorder) expireHealLoops(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.st.healLoops) > 0 && now.Sub(r.st.healLoopsAt) > time.Hour {
+		r.st.healLoops = nil
+		r.healLoopsGauge.Set(0)
+	}
 }
 
 // retried counts a failed step that is retried, by its class label.

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/applier"
+	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/internal/retry"
 )
@@ -28,7 +29,10 @@ func (e *poisonError) Unwrap() error { return e.err }
 type applyError struct {
 	from, to int64
 	full     bool
-	err      error
+	// objects are what the refused statement or items concern, as the
+	// applier names them (nil: it cannot say).
+	objects []change.Object
+	err     error
 }
 
 func (e *applyError) Error() string {
@@ -140,15 +144,18 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 	}
 }
 
-// selfHeal handles a deterministic failure: the cursor becomes -1, so the next
-// step full-refreshes and continues after the poison. A full refresh that
-// itself failed deterministically cannot heal by another at once: it backs off.
+// selfHeal handles a deterministic failure (heal.go). When the FE refused
+// changes of objects it names, the next step heals those objects at the next
+// scope up; otherwise, or once the database's heal was refused too, the cursor
+// becomes -1, so the next step full-refreshes the catalog and continues after
+// the poison. A full refresh that itself failed deterministically cannot heal
+// by another at once: it backs off.
 func (l *catalogLoop) selfHeal(err error, bo *retry.Delay) time.Duration {
 	fields := []zap.Field{zap.Error(err), zap.Int64("cursor", l.cursor.Value())}
-	reason := "apply"
+	heal := healRecord{scope: healCatalog, err: shorten(err.Error(), maxStatusError), at: time.Now()}
 	var pe *poisonError
 	if errors.As(err, &pe) {
-		reason = "decode"
+		heal.eventID, heal.eventType = pe.eventID, pe.eventType
 		fields = append(fields, zap.Int64("event_id", pe.eventID), zap.String("event_type", pe.eventType))
 	}
 	var ae *applyError
@@ -159,9 +166,55 @@ func (l *catalogLoop) selfHeal(err error, bo *retry.Delay) time.Duration {
 			l.rec.retried("deterministic")
 			return bo.Next()
 		}
+		if len(ae.objects) > 0 && l.heal.escalate(ae.objects, heal.err) {
+			l.log.Warn("FE refused changes of the objects it names: the next step refreshes just those instead (a refused table heal escalates to its database, a refused database heal to the catalog)",
+				append(fields, zap.Stringers("objects", objectNames(ae.objects)))...)
+			return 0
+		}
 	}
-	l.rec.selfHealed(reason)
+	l.heal.forget()
+	l.rec.healed(heal)
 	l.log.Error("deterministic failure: self-healing with a full refresh (cursor -1)", fields...)
 	l.cursor.reset("self_heal")
 	return 0
+}
+
+// healed reports heals that reached the FE: logged, counted, shown in /status,
+// and flagged when an object keeps needing them.
+func (l *catalogLoop) healed(heals []healRecord) {
+	if len(heals) == 0 {
+		return
+	}
+	now := time.Now()
+	counts, looping := l.heal.applied(heals, now)
+	for i, h := range heals {
+		h.at = now
+		l.rec.healed(h)
+		fields := []zap.Field{zap.Stringer("object", objectName(h.object)), zap.Stringer("scope", h.scope),
+			zap.Int64("event_id", h.eventID), zap.String("event_type", h.eventType), zap.String("error", h.err)}
+		l.log.Warn("self-healed a deterministic failure by refreshing the object it concerns", fields...)
+		if looping[i] {
+			l.log.Error("an object keeps failing: healed more than self_heal.max_per_hour times in the last hour; each of its poison events is still healed by refreshing it (fix its metadata on the metastore, or exclude it)",
+				append(fields, zap.Int("heals_last_hour", counts[i]), zap.Int("max_per_hour", l.heal.maxPerHour))...)
+		}
+	}
+	l.rec.healLoops(l.heal.looping(now), now)
+}
+
+// objectName prints an object as db.table, or db.
+type objectName change.Object
+
+func (o objectName) String() string {
+	if o.Table == "" {
+		return o.DB
+	}
+	return o.DB + "." + o.Table
+}
+
+func objectNames(objs []change.Object) []fmt.Stringer {
+	out := make([]fmt.Stringer, len(objs))
+	for i, o := range objs {
+		out[i] = objectName(o)
+	}
+	return out
 }

@@ -57,6 +57,11 @@ type CatalogStatus struct {
 	LagSeconds    float64 `json:"lag_seconds"`
 	FullRefreshes int     `json:"full_refreshes"`
 	SelfHeals     int     `json:"self_heals"`
+	// LastHeals are the catalog's last self-heals, oldest first (at most ten).
+	LastHeals []HealStatus `json:"last_heals,omitempty"`
+	// HealLoops are the objects healed more than self_heal.max_per_hour times
+	// in the last hour: their events keep failing.
+	HealLoops []string `json:"heal_loops,omitempty"`
 	// Paused: this member, as master, holds the catalog for the pause key (its
 	// loop saw the key and has done nothing since). Status.Paused says only
 	// that the key is present: a cycle already running finishes first.
@@ -69,6 +74,41 @@ type CatalogStatus struct {
 	LastError     string     `json:"last_error,omitempty"`
 	LastErrorAt   *time.Time `json:"last_error_at,omitempty"`
 	LastAppliedAt *time.Time `json:"last_applied_at,omitempty"`
+}
+
+// HealStatus is one self-heal: what was refreshed and why.
+type HealStatus struct {
+	// Object is db.table, db, or "" for the whole catalog.
+	Object string `json:"object,omitempty"`
+	// Scope is table, database or catalog.
+	Scope     string    `json:"scope"`
+	EventID   int64     `json:"event_id,omitempty"`
+	EventType string    `json:"event_type,omitempty"`
+	Error     string    `json:"error"`
+	At        time.Time `json:"at"`
+}
+
+// summary is the heal in one line, for `hmssync status`.
+func (h HealStatus) summary() string {
+	what := h.Scope
+	if h.Object != "" {
+		what += " " + h.Object
+	}
+	if h.EventID != 0 {
+		what += fmt.Sprintf(" at event %d", h.EventID)
+		if h.EventType != "" {
+			what += " (" + h.EventType + ")"
+		}
+	}
+	return what
+}
+
+func healStatus(h healRecord) HealStatus {
+	hs := HealStatus{Scope: h.scope.String(), EventID: h.eventID, EventType: h.eventType, Error: h.err, At: h.at}
+	if h.scope != healCatalog {
+		hs.Object = objectName(h.object).String()
+	}
+	return hs
 }
 
 // Status reports the member's current state.
@@ -100,6 +140,10 @@ func (a *Agent) Status() Status {
 			Failing: st.failing, AuthFailing: st.authFailing, ConfigFailing: st.configFailing, LastError: st.lastErr,
 			Paused: st.paused, Epoch: st.epoch, MasterEpoch: st.masterEpoch,
 		}
+		for _, h := range st.heals {
+			cs.LastHeals = append(cs.LastHeals, healStatus(h))
+		}
+		cs.HealLoops = st.healLoops
 		if st.feApplied != feAppliedUnknown {
 			v := st.feApplied
 			cs.FEApplied = &v

@@ -38,6 +38,12 @@ type CatalogProgress struct {
 	Lag           int64     `json:"lag"`
 	LastError     string    `json:"last_error,omitempty"`
 	LastErrorTime time.Time `json:"last_error_time,omitzero"`
+	// SelfHeals counts the catalog's self-heals since the member started;
+	// LastHeal is the last one in a line (scope, object, event), at
+	// LastHealTime.
+	SelfHeals    int       `json:"self_heals,omitempty"`
+	LastHeal     string    `json:"last_heal,omitempty"`
+	LastHealTime time.Time `json:"last_heal_time,omitzero"`
 }
 
 // ClusterStatus is everything `hmssync status` shows, read from one revision of
@@ -87,6 +93,11 @@ type MemberCatalog struct {
 	// Lag is the master cursor minus Cursor, nil when either is unknown.
 	Lag       *int64 `json:"lag"`
 	LastError string `json:"last_error,omitempty"`
+	// SelfHeals, LastHeal and LastHealTime are the member's self-heals of the
+	// catalog (CatalogProgress).
+	SelfHeals    int       `json:"self_heals,omitempty"`
+	LastHeal     string    `json:"last_heal,omitempty"`
+	LastHealTime time.Time `json:"last_heal_time,omitzero"`
 }
 
 // Statuses reads the cluster's subtree in one request and assembles the status:
@@ -204,6 +215,7 @@ func (b *statusBuild) add(kv *mvccpb.KeyValue) {
 			mc := m.Catalogs[name]
 			v := c.Cursor
 			mc.Cursor, mc.LastError = &v, c.LastError
+			mc.SelfHeals, mc.LastHeal, mc.LastHealTime = c.SelfHeals, c.LastHeal, c.LastHealTime
 			m.Catalogs[name] = mc
 		}
 		b.leases[member] = clientv3.LeaseID(kv.Lease)

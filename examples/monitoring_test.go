@@ -98,10 +98,13 @@ scrape_configs:
 		return err == nil && v.value() == 1, fmt.Sprintf("%v %v", v, err)
 	})
 
-	// Incidents the rules and the dashboard watch for: a poison event (a
-	// self-heal on every member), and an FE answering 503 twice (retries).
+	// Incidents the rules and the dashboard watch for: two poison events (on
+	// every member a self-heal of the table one names, and of the catalog for
+	// the other, which names nothing: a full refresh), and an FE answering
+	// 503 twice (retries).
 	post(ctx, t, "http://"+hmsControl+"/events",
-		`{"eventType":"CREATE_TABLE","dbName":"sales","tableName":"poison","message":"{not json","messageFormat":"json-0.2"}`+"\n")
+		`{"eventType":"CREATE_TABLE","dbName":"sales","tableName":"poison","message":"{not json","messageFormat":"json-0.2"}`+"\n"+
+			`{"eventType":"CREATE_TABLE","message":"{not json","messageFormat":"json-0.2"}`+"\n")
 	post(ctx, t, "http://"+fes[0]+"/_fetest/faults", `{"native":true,"match":"/changes","http_status":503,"times":2}`)
 
 	// Every metric the rules use has series; every rule expression evaluates.

@@ -72,7 +72,7 @@ func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error
 	b.WriteString("\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tROLE\tLEASE\tFE\tVERSION\tUPDATED\tCATALOG\tCURSOR\tLAG\tLAST ERROR")
+	fmt.Fprintln(tw, "MEMBER\tROLE\tLEASE\tFE\tVERSION\tUPDATED\tCATALOG\tCURSOR\tLAG\tHEALS\tLAST ERROR")
 	for _, m := range cs.Members {
 		lease, updated := "-", "-"
 		if m.LeaseTTL >= 0 {
@@ -84,14 +84,14 @@ func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error
 		head := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", m.Member, m.Role, lease, orDash(m.FEURL), orDash(m.Version), updated)
 		cats := slices.Sorted(maps.Keys(m.Catalogs))
 		if len(cats) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\n", head)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\n", head)
 		}
 		for i, cat := range cats {
 			if i > 0 {
 				head = "\t\t\t\t\t"
 			}
 			mc := m.Catalogs[cat]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", head, cat, optInt(mc.Cursor), optInt(mc.Lag), orDash(mc.LastError))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", head, cat, optInt(mc.Cursor), optInt(mc.Lag), heals(mc, now), orDash(mc.LastError))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -99,6 +99,19 @@ func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// heals is a catalog's self-heals in a cell: how many, and the last one with
+// its age.
+func heals(mc cursorstore.MemberCatalog, now time.Time) string {
+	if mc.SelfHeals == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%d (last: %s", mc.SelfHeals, mc.LastHeal)
+	if !mc.LastHealTime.IsZero() {
+		s += ", " + now.Sub(mc.LastHealTime).Truncate(time.Second).String() + " ago"
+	}
+	return s + ")"
 }
 
 func orDash(s string) string {

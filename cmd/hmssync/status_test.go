@@ -34,7 +34,8 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	// An error of several words, as a real one is: the table must show it whole.
 	const lastErr = "applying batch (100, 120]: FE http://127.0.0.1:8030: HTTP 503 Service Unavailable"
 	pub.Update(cursorstore.MemberStatus{Role: cursorstore.RoleMaster, FEURL: "http://127.0.0.1:8030", Version: "v9",
-		Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 120, LastError: lastErr, LastErrorTime: time.Now()}}})
+		Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 120, LastError: lastErr, LastErrorTime: time.Now(),
+			SelfHeals: 2, LastHeal: "table db.bad at event 42 (ALTER_PARTITION)", LastHealTime: time.Now().Add(-time.Minute)}}})
 	if _, err := store.SetMaster(ctx, "hive", 120); err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +73,15 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 	if a["LAST ERROR"] != lastErr {
 		t.Errorf("fe-a LAST ERROR %q, want %q", a["LAST ERROR"], lastErr)
 	}
+	if h := a["HEALS"]; !strings.HasPrefix(h, "2 (last: table db.bad at event 42 (ALTER_PARTITION), 1m") || !strings.HasSuffix(h, " ago)") {
+		t.Errorf("fe-a HEALS %q, want the count, the last heal and its age", h)
+	}
 	if left, err := time.ParseDuration(a["LEASE"]); err != nil || left <= 0 || left > leaseTTL {
 		t.Errorf("fe-a LEASE %q: want the time left on a live lease, more than 0 and at most %s", a["LEASE"], leaseTTL)
 	}
 	// fe-b: down (no lease), its stored cursor 100, lag 120-100 = 20, no error.
 	b := rows["fe-b"]
-	if b["ROLE"] != "down" || b["LEASE"] != "-" || b["CATALOG"] != "hive" || b["CURSOR"] != "100" || b["LAG"] != "20" || b["LAST ERROR"] != "-" {
+	if b["ROLE"] != "down" || b["LEASE"] != "-" || b["CATALOG"] != "hive" || b["CURSOR"] != "100" || b["LAG"] != "20" || b["HEALS"] != "-" || b["LAST ERROR"] != "-" {
 		t.Errorf("fe-b row %q", b)
 	}
 
@@ -106,7 +110,7 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 // under its header), so a cell with spaces ("3s ago", an error) stays whole.
 func tableRows(t *testing.T, out, prefix string) map[string]map[string]string {
 	t.Helper()
-	columns := []string{"MEMBER", "ROLE", "LEASE", "FE", "VERSION", "UPDATED", "CATALOG", "CURSOR", "LAG", "LAST ERROR"}
+	columns := []string{"MEMBER", "ROLE", "LEASE", "FE", "VERSION", "UPDATED", "CATALOG", "CURSOR", "LAG", "HEALS", "LAST ERROR"}
 	lines := strings.Split(out, "\n")
 	var header string
 	for _, l := range lines {

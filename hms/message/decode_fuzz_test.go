@@ -3,6 +3,7 @@ package message
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecode checks that any event decodes to valid descriptors or to a
@@ -37,6 +38,13 @@ func FuzzDecode(f *testing.F) {
 			}
 			if descs != nil {
 				t.Fatalf("descriptors %v returned with error %v", descs, err)
+			}
+			// What an undecodable event is attributed to names objects an
+			// FE can be told about: valid UTF-8, never empty.
+			for _, o := range (Decoder{}).Attribute(named) {
+				if o.DB == "" || !utf8.ValidString(o.DB) || !utf8.ValidString(o.Table) {
+					t.Fatalf("attributed to %+v", o)
+				}
 			}
 			return
 		}

@@ -21,6 +21,7 @@ type Config struct {
 	HTTP            HTTP          `yaml:"http"`
 	Log             Log           `yaml:"log"`
 	Retry           Retry         `yaml:"retry"`
+	SelfHeal        SelfHeal      `yaml:"self_heal"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
 
@@ -104,6 +105,13 @@ type Retry struct {
 	AuthInterval time.Duration `yaml:"auth_interval"`
 }
 
+// SelfHeal bounds the self-heal of deterministic failures (self_heal).
+type SelfHeal struct {
+	// MaxPerHour is how many times one table or database may be healed in an
+	// hour before the sidecar reports it as looping.
+	MaxPerHour int `yaml:"max_per_hour"`
+}
+
 // Secrets are the passwords, read from files or the environment. They are never
 // logged, printed or shown in /status.
 type Secrets struct {
@@ -139,6 +147,7 @@ func Default() Config {
 		HTTP:            HTTP{Listen: ":9108", Pprof: "off"},
 		Log:             Log{Level: "info"},
 		Retry:           Retry{Initial: 200 * time.Millisecond, Max: 30 * time.Second, AuthInterval: 30 * time.Second},
+		SelfHeal:        SelfHeal{MaxPerHour: 6},
 		ShutdownTimeout: 10 * time.Second,
 	}
 }

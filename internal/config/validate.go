@@ -280,6 +280,9 @@ func (c *Config) validateServing(p *problems) {
 	if c.Retry.AuthInterval <= 0 {
 		p.bad("retry.auth_interval", c.Retry.AuthInterval, "want a positive duration")
 	}
+	if c.SelfHeal.MaxPerHour < 1 || c.SelfHeal.MaxPerHour > 3600 {
+		p.bad("self_heal.max_per_hour", c.SelfHeal.MaxPerHour, "want 1 to 3600")
+	}
 	if c.ShutdownTimeout < time.Second || c.ShutdownTimeout > 5*time.Minute {
 		p.bad("shutdown_timeout", c.ShutdownTimeout, "want a duration from 1s to 5m")
 	}
