@@ -15,8 +15,15 @@ import (
 // endpointCheckInterval is the pause between two checks of the etcd members.
 const endpointCheckInterval = time.Second
 
+// minEndpointCheckTimeout is the least time a member has to answer a check:
+// each Status call opens a connection of its own, a few round trips, so over a
+// long network path a short request timeout would leave out members that serve
+// requests on the client's open connection in time.
+const minEndpointCheckTimeout = 2 * time.Second
+
 // keepToLeaderMembers keeps the client's endpoints to the configured members
-// that answer a Status call within timeout and report a raft leader, checking
+// that answer a Status call within timeout (at least minEndpointCheckTimeout)
+// and report a raft leader, checking
 // every member once a second in the background until stop is called. When none
 // qualifies, all are kept: nothing better is known, and the client's own
 // handling of an etcd outage applies.
@@ -29,8 +36,9 @@ const endpointCheckInterval = time.Second
 // Leaving the member out of the list sends the requests and new streams
 // elsewhere.
 //
-// A check is one Status call per member, all at once, each bounded by timeout,
-// so a check never takes longer than timeout and holds one goroutine per member.
+// A check is one Status call per member, all at once, each bounded by the
+// check's timeout, so a check never takes longer than that and holds one
+// goroutine per member.
 func keepToLeaderMembers(cli *clientv3.Client, all []string, timeout time.Duration, log *zap.Logger) (stop func()) {
 	if len(all) < 2 {
 		return func() {}
@@ -48,7 +56,7 @@ func keepToLeaderMembers(cli *clientv3.Client, all []string, timeout time.Durati
 				return
 			case <-t.C:
 			}
-			want, why := membersWithLeader(ctx, cli, all, timeout)
+			want, why := membersWithLeader(ctx, cli, all, max(timeout, minEndpointCheckTimeout))
 			if ctx.Err() != nil {
 				return
 			}

@@ -60,16 +60,38 @@ type netRig struct {
 
 	stopWorkload context.CancelFunc
 	workloadDone chan struct{}
+
+	opts netOpts
+	// delays hold every sidecar's etcd traffic when opts.delayable.
+	delays []*etcdpartition.Latency
+}
+
+// netOpts are the sidecars' etcd timings and whether their etcd traffic passes
+// a Latency proxy.
+type netOpts struct {
+	leaseTTL, requestTimeout time.Duration
+	delayable                bool
+}
+
+// setEtcdRoundTrip adds rtt to every etcd round trip of every sidecar.
+func (r *netRig) setEtcdRoundTrip(rtt time.Duration) {
+	for _, d := range r.delays {
+		d.SetRoundTrip(rtt)
+	}
 }
 
 // newNetRig starts etcd, the metastore with a workload of rate events per
 // second, and three sidecars, and waits until they are in sync. Everything is
 // stopped when the test ends.
 func newNetRig(t *testing.T, rate float64) *netRig {
+	return newNetRigWith(t, rate, netOpts{leaseTTL: netLeaseTTL, requestTimeout: netRequestTimeout})
+}
+
+func newNetRigWith(t *testing.T, rate float64, opts netOpts) *netRig {
 	integration.BeforeTest(t)
 	clus := integration.NewCluster(t, &integration.ClusterConfig{Size: 3, UseTCP: true})
 	t.Cleanup(func() { clus.Terminate(t) })
-	r := &netRig{t: t, etcd: clus, hms: hmstest.NewServer()}
+	r := &netRig{t: t, etcd: clus, hms: hmstest.NewServer(), opts: opts}
 	t.Cleanup(r.hms.Close)
 
 	var eps []string
@@ -109,7 +131,13 @@ func (r *netRig) startSidecar(name string) *netSidecar {
 	for _, m := range r.etcd.Members {
 		l := etcdpartition.New(t, m.GRPCURL)
 		s.etcdLinks = append(s.etcdLinks, l)
-		eps = append(eps, fmt.Sprintf("%q", l.Endpoint))
+		ep := l.Endpoint
+		if r.opts.delayable {
+			d := etcdpartition.NewLatency(t, l.Endpoint)
+			r.delays = append(r.delays, d)
+			ep = d.Endpoint
+		}
+		eps = append(eps, fmt.Sprintf("%q", ep))
 	}
 	s.hmsLink = etcdpartition.New(t, r.hms.URI())
 	hmsURI := "thrift://" + strings.TrimPrefix(s.hmsLink.Endpoint, "http://")
@@ -129,7 +157,7 @@ catalogs:
     poll_interval: 50ms
 http: {listen: %q}
 shutdown_timeout: 4s
-`, netCluster, name, strings.Join(eps, ", "), netLeaseTTL, netRequestTimeout, s.fe.URL, netCatalog, hmsURI, freeAddr(t))
+`, netCluster, name, strings.Join(eps, ", "), r.opts.leaseTTL, r.opts.requestTimeout, s.fe.URL, netCatalog, hmsURI, freeAddr(t))
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -408,4 +436,75 @@ func testMasterCut(t *testing.T, r *netRig, metastoreToo bool) {
 	if now := r.master(); now != successor {
 		t.Errorf("master %q after the heal; want %s to stay master (the old master rejoins as a follower)", now, successor)
 	}
+}
+
+// leaderTrace samples the election's leader every 50 ms until the returned
+// stop is called, which returns how often it changed from one member to
+// another ("" while etcd does not answer counts as no change).
+func (r *netRig) leaderTrace() (stop func() (changes int, seen []string)) {
+	quit, out := make(chan struct{}), make(chan []string, 1)
+	go func() {
+		last := r.master()
+		seen := []string{last}
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				out <- seen
+				return
+			case <-tick.C:
+			}
+			if now := r.master(); now != "" && now != last {
+				seen = append(seen, now)
+				last = now
+			}
+		}
+	}()
+	var once sync.Once
+	var seen []string
+	stop = func() (int, []string) {
+		once.Do(func() {
+			close(quit)
+			seen = <-out
+		})
+		return len(seen) - 1, seen
+	}
+	r.t.Cleanup(func() { stop() })
+	return stop
+}
+
+// With 300 ms added to every etcd round trip (a third of request_timeout) and,
+// every 10 s, a second in which round trips take longer than request_timeout,
+// the sidecars do not flap (at most one election) and the master cursor keeps
+// moving: at least every 2 × lease TTL, and up to the metastore's id.
+func TestEtcdLatencyDoesNotFlap(t *testing.T) {
+	r := newNetRigWith(t, 100, netOpts{leaseTTL: netLeaseTTL, requestTimeout: netRequestTimeout, delayable: true})
+	const rtt, spike, span = 300 * time.Millisecond, 2 * netRequestTimeout, 40 * time.Second
+	stopLeaders := r.leaderTrace()
+	stopCursor := r.cursorTrace()
+	start := time.Now()
+	r.setEtcdRoundTrip(rtt)
+	for time.Since(start) < span {
+		time.Sleep(9 * time.Second)
+		r.setEtcdRoundTrip(spike)
+		time.Sleep(time.Second)
+		r.setEtcdRoundTrip(rtt)
+	}
+	changes := stopCursor()
+	elections, leaders := stopLeaders()
+	end := time.Now()
+	gap := longestGap(start, end, changes)
+	t.Logf("%s at %s round trips (%s spikes every 10 s): %d master cursor changes, %.1f/s, longest time without one %s; leaders %v",
+		end.Sub(start).Round(time.Millisecond), rtt, spike, len(changes), float64(len(changes))/end.Sub(start).Seconds(), gap.Round(time.Millisecond), leaders)
+	if elections > 1 {
+		t.Errorf("the master changed %d times (%v); want at most once", elections, leaders)
+	}
+	if gap > 2*netLeaseTTL {
+		t.Errorf("the master cursor stood still for %s; want at most 2 × lease TTL = %s", gap.Round(time.Millisecond), 2*netLeaseTTL)
+	}
+	r.stopWorkload()
+	<-r.workloadDone
+	r.awaitMasterCursorAtMetastore(15*time.Second, "the master cursor at the metastore's current id with the latency on")
+	r.setEtcdRoundTrip(0)
 }
