@@ -8,6 +8,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/etcdcall"
 )
 
 // Unknown is the cursor value that forces a full refresh.
@@ -200,11 +202,15 @@ func (s *Store) setMaster(ctx context.Context, catalog string, value int64, led 
 			conds = append(conds, clientv3.Compare(clientv3.CreateRevision(candidates), ">", 0).WithPrefix())
 		}
 		rctx, cancel = s.request(ctx)
-		resp, err := s.cli.Txn(rctx).
-			If(conds...).
-			Then(ops...).
-			Else(clientv3.OpGet(candidates, clientv3.WithPrefix(), clientv3.WithCountOnly())).
-			Commit()
+		var resp *clientv3.TxnResponse
+		err = etcdcall.Write(rctx, func(rctx context.Context) (err error) {
+			resp, err = s.cli.Txn(rctx).
+				If(conds...).
+				Then(ops...).
+				Else(clientv3.OpGet(candidates, clientv3.WithPrefix(), clientv3.WithCountOnly())).
+				Commit()
+			return err
+		})
 		cancel()
 		if err != nil {
 			return old, fmt.Errorf("set %s to %d: %w: %w (read it again before retrying)", key, value, ErrOutcomeUnknown, err)

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/election"
+	"github.com/hmssync/hmssync/internal/etcdcall"
 )
 
 // The outcomes of a fenced commit other than success. Test with errors.Is.
@@ -118,13 +119,20 @@ func (s *Store) fencedPut(ctx context.Context, catalog string, commit Commit, ep
 	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	resp, err := s.cli.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(tok.Key), "=", tok.Rev),
-			clientv3.Compare(clientv3.ModRevision(key), "=", lastSeen.Rev),
-			clientv3.Compare(clientv3.ModRevision(epochKey), "=", lastSeen.EpochRev)).
-		Then(ops...).
-		Else(clientv3.OpGet(tok.Key), clientv3.OpGet(s.keys.masterDir(catalog), clientv3.WithPrefix())).
-		Commit()
+	// A member without a leader refuses the Txn before applying anything, so
+	// etcdcall.Write sends it again (to the next endpoint); any other failure
+	// leaves the outcome unknown.
+	var resp *clientv3.TxnResponse
+	err := etcdcall.Write(rctx, func(rctx context.Context) (err error) {
+		resp, err = s.cli.Txn(rctx).
+			If(clientv3.Compare(clientv3.CreateRevision(tok.Key), "=", tok.Rev),
+				clientv3.Compare(clientv3.ModRevision(key), "=", lastSeen.Rev),
+				clientv3.Compare(clientv3.ModRevision(epochKey), "=", lastSeen.EpochRev)).
+			Then(ops...).
+			Else(clientv3.OpGet(tok.Key), clientv3.OpGet(s.keys.masterDir(catalog), clientv3.WithPrefix())).
+			Commit()
+		return err
+	})
 	if err != nil {
 		return Cursor{}, fmt.Errorf("commit %s=%d: %w: %w (read the cursor before writing again)", key, value, ErrOutcomeUnknown, err)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hmssync/hmssync/internal/etcdcall"
 )
 
 func (s *Store) memberFix(member string) string {
@@ -23,7 +25,12 @@ func (s *Store) MemberCursor(ctx context.Context, member, catalog string) (Curso
 	key, epochKey := s.keys.memberCursor(member, catalog), s.keys.memberEpoch(member, catalog)
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	resp, err := s.cli.Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(epochKey)).Commit()
+	// A read-only Txn: safe to send again wherever it failed.
+	var resp *clientv3.TxnResponse
+	err := etcdcall.Write(rctx, func(rctx context.Context) (err error) {
+		resp, err = s.cli.Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(epochKey)).Commit()
+		return err
+	})
 	if err != nil {
 		return Cursor{}, fmt.Errorf("read %s and %s from etcd: %w", key, epochKey, err)
 	}
@@ -58,7 +65,11 @@ func (s *Store) PutMemberCursor(ctx context.Context, member, catalog string, val
 	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	if _, err := s.cli.Txn(rctx).Then(clientv3.OpPut(key, formatCursor(value)), clientv3.OpPut(epochKey, formatCursor(epoch))).Commit(); err != nil {
+	err := etcdcall.Write(rctx, func(rctx context.Context) error {
+		_, err := s.cli.Txn(rctx).Then(clientv3.OpPut(key, formatCursor(value)), clientv3.OpPut(epochKey, formatCursor(epoch))).Commit()
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("put %s=%d (epoch %d): %w", key, value, epoch, err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/etcdcall"
 )
 
 // The pause key is the maintenance switch: while it exists the master does not
@@ -32,12 +34,14 @@ func (s *Store) SetPaused(ctx context.Context, on bool, reason string) error {
 	key := s.keys.pause()
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	var err error
-	if on {
-		_, err = s.cli.Put(rctx, key, reason)
-	} else {
-		_, err = s.cli.Delete(rctx, key)
-	}
+	err := etcdcall.Write(rctx, func(rctx context.Context) (err error) {
+		if on {
+			_, err = s.cli.Put(rctx, key, reason)
+		} else {
+			_, err = s.cli.Delete(rctx, key)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set %s (paused=%v): %w", key, on, err)
 	}

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/internal/etcdcall"
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
@@ -101,12 +102,13 @@ func (p *StatusPublisher) Run(ctx context.Context) error {
 			p.poke()
 			continue
 		}
+		// etcdcall.KeepAlive rather than the client's KeepAlive: its renewals
+		// are not tied to one member's stream (see etcdcall).
 		kctx, kcancel := context.WithCancel(ctx)
-		ka, err := s.cli.KeepAlive(kctx, lease.ID)
-		if err == nil {
-			err = p.publish(ctx, key, lease.ID, ka)
-		}
+		lost := etcdcall.KeepAlive(kctx, s.cli, lease.ID, time.Duration(lease.TTL)*time.Second, s.timeout)
+		err = p.publish(ctx, key, lease.ID, lost)
 		kcancel()
+		<-lost
 		p.revoke(lease.ID)
 		if ctx.Err() != nil {
 			return nil
@@ -132,7 +134,7 @@ func (p *StatusPublisher) poke() {
 
 // publish writes the status now and after each Update (at most once per
 // interval) while the lease lives. It returns why it stopped.
-func (p *StatusPublisher) publish(ctx context.Context, key string, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) error {
+func (p *StatusPublisher) publish(ctx context.Context, key string, lease clientv3.LeaseID, lost <-chan struct{}) error {
 	s := p.s
 	dirty := true
 	var last time.Time
@@ -164,10 +166,8 @@ func (p *StatusPublisher) publish(ctx context.Context, key string, lease clientv
 			dirty = true
 		case <-wake:
 			wake = nil
-		case _, ok := <-ka:
-			if !ok {
-				return fmt.Errorf("keepalive of lease %x ended", lease)
-			}
+		case <-lost:
+			return fmt.Errorf("keepalive of lease %x ended", lease)
 		}
 	}
 }
@@ -193,14 +193,18 @@ func (p *StatusPublisher) put(ctx context.Context, key string, lease clientv3.Le
 	}
 	rctx, cancel := p.s.request(ctx)
 	defer cancel()
-	if _, err := p.s.cli.Put(rctx, key, string(val), clientv3.WithLease(lease)); err != nil {
+	err = etcdcall.Write(rctx, func(rctx context.Context) error {
+		_, err := p.s.cli.Put(rctx, key, string(val), clientv3.WithLease(lease))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
 }
 
 func (p *StatusPublisher) revoke(id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.s.timeout)
+	ctx, cancel := p.s.request(context.Background())
 	defer cancel()
 	if _, err := p.s.cli.Revoke(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		p.s.log.Debug("revoke status lease", zap.Error(err))

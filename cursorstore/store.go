@@ -11,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/etcdcall"
 )
 
 // DefaultRequestTimeout bounds each etcd request when New is given 0.
@@ -75,9 +77,11 @@ func (s *Store) StatusKey(member string) string { return s.keys.status(member) }
 func (s *Store) PauseKey() string { return s.keys.pause() }
 
 // request derives one request's context: the caller's, bounded by the request
-// timeout.
+// timeout and marked WithRequireLeader (etcdcall.Request), so that an etcd
+// member without a leader refuses it at once and the client's next endpoint
+// serves it. Writes go through etcdcall.Write, which retries such a refusal.
 func (s *Store) request(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.timeout)
+	return etcdcall.Request(ctx, s.timeout)
 }
 
 // check validates the store and the names that go into a key.

@@ -7,7 +7,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/hmssync/hmssync/internal/etcdcall"
 )
 
 // errPhantom reports a campaign that "won" with a candidate key that no longer
@@ -22,19 +23,23 @@ var errPhantom = errors.New("won the campaign with a candidate key that is gone 
 // Every request carries WithRequireLeader, so a member cut off from the etcd
 // quorum gets an error instead of waiting forever, and ctx cancels the wait at
 // once even while etcd is unreachable.
-func (e *Elector) campaign(ctx context.Context, sess *concurrency.Session) (Token, int64, error) {
+func (e *Elector) campaign(ctx context.Context, sess *session) (Token, int64, error) {
 	cli := e.cfg.Client
 	ctx = clientv3.WithRequireLeader(ctx)
 	key := fmt.Sprintf("%s/%x", e.cfg.Prefix, sess.Lease())
 
 	// Create the candidate key. The If makes a retry after an unknown outcome
 	// harmless: the key of this lease exists at most once.
-	rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
-	resp, err := cli.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, e.cfg.Name, clientv3.WithLease(sess.Lease()))).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	rctx, cancel := etcdcall.Request(ctx, e.cfg.RequestTimeout)
+	var resp *clientv3.TxnResponse
+	err := etcdcall.Write(rctx, func(rctx context.Context) (err error) {
+		resp, err = cli.Txn(rctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, e.cfg.Name, clientv3.WithLease(sess.Lease()))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		return err
+	})
 	cancel()
 	if err != nil {
 		return Token{}, 0, fmt.Errorf("create candidate key %s: %w", key, err)
@@ -58,7 +63,7 @@ func (e *Elector) campaign(ctx context.Context, sess *concurrency.Session) (Toke
 		return Token{}, 0, fmt.Errorf("candidate key %s: session ended while campaigning: %w", key, errPhantom)
 	default:
 	}
-	rctx, cancel = context.WithTimeout(ctx, e.cfg.RequestTimeout)
+	rctx, cancel = etcdcall.Request(ctx, e.cfg.RequestTimeout)
 	get, err := cli.Get(rctx, key)
 	cancel()
 	if err != nil {
@@ -73,11 +78,11 @@ func (e *Elector) campaign(ctx context.Context, sess *concurrency.Session) (Toke
 // waitForPredecessors waits until no candidate key created before rev remains.
 // Each candidate waits only for its direct predecessor, so a resignation wakes one
 // candidate, not all of them.
-func (e *Elector) waitForPredecessors(ctx context.Context, sess *concurrency.Session, rev int64) error {
+func (e *Elector) waitForPredecessors(ctx context.Context, sess *session, rev int64) error {
 	cli := e.cfg.Client
 	opts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))
 	for {
-		rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
+		rctx, cancel := etcdcall.Request(ctx, e.cfg.RequestTimeout)
 		resp, err := cli.Get(rctx, e.cfg.Prefix+"/", opts...)
 		cancel()
 		if err != nil {
@@ -95,7 +100,7 @@ func (e *Elector) waitForPredecessors(ctx context.Context, sess *concurrency.Ses
 
 // waitForDelete waits for key's deletion from revision from on. It also ends when
 // the own session ends: the own key is gone then and waiting is pointless.
-func (e *Elector) waitForDelete(ctx context.Context, sess *concurrency.Session, key string, from int64) error {
+func (e *Elector) waitForDelete(ctx context.Context, sess *session, key string, from int64) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wch := e.cfg.Client.Watch(wctx, key, clientv3.WithRev(from))

@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/internal/etcdcall"
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
@@ -53,7 +54,7 @@ func (e *Elector) followLeader(ctx context.Context) {
 
 // readLeader reads the current leader's name and returns the read's revision.
 func (e *Elector) readLeader(ctx context.Context, prefix string) (int64, error) {
-	rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
+	rctx, cancel := etcdcall.Request(ctx, e.cfg.RequestTimeout)
 	defer cancel()
 	resp, err := e.cfg.Client.Get(rctx, prefix, clientv3.WithFirstCreate()...)
 	if err != nil {

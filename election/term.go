@@ -8,9 +8,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/internal/etcdcall"
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
@@ -66,7 +66,7 @@ func (e *Elector) endTerm(ts *termState, reason string) {
 }
 
 // hold keeps the mastership until something ends it and says what did.
-func (e *Elector) hold(ctx context.Context, sess *concurrency.Session, ts *termState, from int64) string {
+func (e *Elector) hold(ctx context.Context, sess *session, ts *termState, from int64) string {
 	hctx, cancel := context.WithCancel(ctx)
 	lost := make(chan string, 1)
 	var wg sync.WaitGroup
@@ -145,7 +145,7 @@ func (e *Elector) watchOwnKey(ctx context.Context, tok Token, from int64) string
 		if ctx.Err() != nil {
 			return ""
 		}
-		rctx, rcancel := context.WithTimeout(ctx, e.cfg.RequestTimeout)
+		rctx, rcancel := etcdcall.Request(ctx, e.cfg.RequestTimeout)
 		get, err := cli.Get(rctx, tok.Key)
 		rcancel()
 		switch {

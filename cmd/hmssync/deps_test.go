@@ -33,7 +33,7 @@ func TestBinaryLinksNoTestOnlyModule(t *testing.T) {
 }
 
 // internal/ is split by floor, and production code keeps to it. The leaves
-// (retry, names, redact, embedetcd) import nothing of the project; composition
+// (retry, names, redact, embedetcd, etcdcall) import nothing of the project; composition
 // (config, sidecar, bench, demo, preflight, eventlines) is imported only by the
 // CLI and by composition, so the sync driver and everything below it never reach
 // up into it; the test-only helpers (internal/testutil/...) are imported by no
@@ -54,7 +54,7 @@ func TestProductionPackagesKeepToTheFloorsOfInternal(t *testing.T) {
 	for _, name := range []string{"config", "sidecar", "bench", "demo", "preflight", "eventlines"} {
 		floorOf[internal+name] = "composition"
 	}
-	for _, name := range []string{"retry", "names", "redact", "embedetcd"} {
+	for _, name := range []string{"retry", "names", "redact", "embedetcd", "etcdcall"} {
 		floorOf[internal+name] = "leaf"
 	}
 	under := func(pkg, dir string) bool {

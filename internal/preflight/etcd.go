@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/hmssync/hmssync/internal/etcdcall"
 )
 
 // minEtcd is the oldest etcd hmssync works with: its watches ask for progress
@@ -98,14 +100,22 @@ func checkEtcdWrite(ctx context.Context, cli *clientv3.Client, e Etcd, root, mem
 		return fail(name, "lease grant: "+err.Error(), etcdAuthFix(e.Client.Username, root, err))
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.RequestTimeout)
+		rctx, cancel := etcdcall.Request(context.WithoutCancel(ctx), e.RequestTimeout)
 		defer cancel()
 		_, _ = cli.Revoke(rctx, lease.ID)
 	}()
-	if _, err := cli.Put(wctx, key, "hmssync check "+time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(lease.ID)); err != nil {
+	// A member without a leader refuses a write before applying it: etcdcall.Write
+	// sends it again, as a sidecar does.
+	if err := etcdcall.Write(wctx, func(wctx context.Context) error {
+		_, err := cli.Put(wctx, key, "hmssync check "+time.Now().UTC().Format(time.RFC3339), clientv3.WithLease(lease.ID))
+		return err
+	}); err != nil {
 		return fail(name, "put "+key+": "+err.Error(), etcdAuthFix(e.Client.Username, root, err))
 	}
-	if _, err := cli.Delete(wctx, key); err != nil {
+	if err := etcdcall.Write(wctx, func(wctx context.Context) error {
+		_, err := cli.Delete(wctx, key)
+		return err
+	}); err != nil {
 		return fail(name, "delete "+key+": "+err.Error(), etcdAuthFix(e.Client.Username, root, err))
 	}
 	return pass(name, "granted a lease, wrote and deleted "+key)

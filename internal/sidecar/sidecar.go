@@ -21,10 +21,13 @@ import (
 // one; `demo` and `bench` build several from the same code, so that they
 // exercise the production wiring.
 type Sidecar struct {
-	Agent   *agent.Agent
-	Etcd    *clientv3.Client
-	hms     []*hms.Client
-	applier applier.Applier
+	Agent *agent.Agent
+	Etcd  *clientv3.Client
+	// stopEndpoints ends the background check that keeps Etcd's endpoints to
+	// the members with a leader (keepToLeaderMembers).
+	stopEndpoints func()
+	hms           []*hms.Client
+	applier       applier.Applier
 }
 
 // New connects to etcd (checking it answers), builds the applier, the FE
@@ -37,7 +40,8 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 	if err != nil {
 		return nil, err
 	}
-	sc := &Sidecar{Etcd: cli}
+	sc := &Sidecar{Etcd: cli,
+		stopEndpoints: keepToLeaderMembers(cli, cfg.Etcd.Endpoints, cfg.Etcd.RequestTimeout, log.Named("etcd-endpoints"))}
 	ok := false
 	defer func() {
 		if !ok {
@@ -140,6 +144,9 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 func (s *Sidecar) Close() {
 	for _, h := range s.hms {
 		_ = h.Close()
+	}
+	if s.stopEndpoints != nil {
+		s.stopEndpoints()
 	}
 	if s.Etcd != nil {
 		_ = s.Etcd.Close()

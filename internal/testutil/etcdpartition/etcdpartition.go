@@ -27,10 +27,7 @@ type Link struct {
 // It is closed when the test ends, after the clients made by Client.
 func New(t testing.TB, target string) *Link {
 	t.Helper()
-	to, err := url.Parse(target)
-	if err != nil {
-		t.Fatalf("etcd endpoint %q: %v", target, err)
-	}
+	host := hostOf(t, target)
 	// The proxy listens on the port it is given; find a free one.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,7 +38,7 @@ func New(t testing.TB, target string) *Link {
 	p := proxy.NewServer(proxy.ServerConfig{
 		Logger: zap.NewNop(),
 		From:   url.URL{Scheme: "tcp", Host: addr},
-		To:     url.URL{Scheme: "tcp", Host: to.Host},
+		To:     url.URL{Scheme: "tcp", Host: host},
 	})
 	select {
 	case <-p.Ready():
@@ -79,4 +76,14 @@ func (l *Link) Cut() {
 func (l *Link) Heal() {
 	l.proxy.UnpauseTx()
 	l.proxy.UnpauseRx()
+}
+
+// hostOf is target's host:port.
+func hostOf(t testing.TB, target string) string {
+	t.Helper()
+	to, err := url.Parse(target)
+	if err != nil {
+		t.Fatalf("endpoint %q: %v", target, err)
+	}
+	return to.Host
 }
