@@ -123,9 +123,10 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 	a, err := agent.New(agent.Config{
 		Cluster: cfg.Cluster, Member: cfg.Member, Version: version, FEURL: cfg.FE.URL,
 		Applier: ap, Scope: scope, FEHealth: health, Elector: el, Store: store, Status: pub, Catalogs: cats,
-		Retry:      agent.Retry{Initial: cfg.Retry.Initial, Max: cfg.Retry.Max, AuthInterval: cfg.Retry.AuthInterval},
-		StuckAfter: 2*maxCall + 30*time.Second,
-		Logger:     log,
+		Retry:          agent.Retry{Initial: cfg.Retry.Initial, Max: cfg.Retry.Max, AuthInterval: cfg.Retry.AuthInterval},
+		StuckAfter:     2*maxCall + 30*time.Second,
+		WaitMaxTimeout: cfg.HTTP.WaitMaxTimeout, MaxWaiters: cfg.HTTP.MaxWaiters,
+		Logger: log,
 	})
 	if err != nil {
 		return nil, err
