@@ -323,7 +323,9 @@ func (l *catalogLoop) waitFor(ctx, req context.Context, p waitParams, res WaitRe
 				if req.Err() != nil {
 					return 0, res
 				}
-				_, applied, _ = b.progress(p.scope)
+				if v, _, known := b.progress(p.scope); known {
+					applied = v
+				}
 				res.Reason = l.waitReason(p.scope, t)
 				return answer(http.StatusGatewayTimeout, t, applied)
 			}
