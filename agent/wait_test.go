@@ -300,7 +300,9 @@ func TestWaitTargetUnreadableAnswers503AtOnce(t *testing.T) {
 	}
 	r.l.cat.Source = src
 	r.l.watch.mu.Lock()
-	r.l.watch.fresh = func() error { return errors.New("etcd watch of /c/catalogs/hive/cursor not fresh: no answer from etcd") }
+	r.l.watch.fresh = func() error {
+		return errors.New("etcd watch of /c/catalogs/hive/cursor not fresh: no answer from etcd")
+	}
 	r.l.watch.mu.Unlock()
 	a = r.wait(context.Background(), "catalog=hive&timeout=10m")
 	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.res.Error, "not fresh") {
