@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/message"
@@ -486,4 +487,143 @@ func memNow() memFigures {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return memFigures{heap: int64(ms.HeapAlloc), stack: int64(ms.StackInuse)}
+}
+
+// countingStore is a memStore that counts every call of the etcd port, and
+// follows the members' cursors (MemberWatcher) from what they wrote, every
+// member live.
+type countingStore struct {
+	*memStore
+	cmu         sync.Mutex
+	calls       map[string]int
+	membersOpen int
+}
+
+func (c *countingStore) count(name string) {
+	c.cmu.Lock()
+	c.calls[name]++
+	c.cmu.Unlock()
+}
+
+func (c *countingStore) snapshot() (map[string]int, int) {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.calls {
+		out[k] = v
+	}
+	return out, c.membersOpen
+}
+
+func (c *countingStore) MasterCursor(ctx context.Context, cat string) (cursorstore.Cursor, error) {
+	c.count("MasterCursor")
+	return c.memStore.MasterCursor(ctx, cat)
+}
+
+func (c *countingStore) CommitMaster(ctx context.Context, cat string, cm cursorstore.Commit) (cursorstore.Cursor, error) {
+	c.count("CommitMaster")
+	return c.memStore.CommitMaster(ctx, cat, cm)
+}
+
+func (c *countingStore) RewindMaster(ctx context.Context, cat string, cm cursorstore.Commit) (cursorstore.Cursor, error) {
+	c.count("RewindMaster")
+	return c.memStore.RewindMaster(ctx, cat, cm)
+}
+
+func (c *countingStore) MemberCursor(ctx context.Context, m, cat string) (cursorstore.Cursor, error) {
+	c.count("MemberCursor")
+	return c.memStore.MemberCursor(ctx, m, cat)
+}
+
+func (c *countingStore) PutMemberCursor(ctx context.Context, m, cat string, v, e int64) error {
+	c.count("PutMemberCursor")
+	return c.memStore.PutMemberCursor(ctx, m, cat, v, e)
+}
+
+func (c *countingStore) Paused(ctx context.Context) (bool, error) {
+	c.count("Paused")
+	return c.memStore.Paused(ctx)
+}
+
+func (c *countingStore) WatchMembers(ctx context.Context, _ string) cursorstore.Watch[map[string]cursorstore.MemberProgress] {
+	c.count("WatchMembers")
+	c.cmu.Lock()
+	c.membersOpen++
+	c.cmu.Unlock()
+	c.memStore.mu.Lock()
+	all := map[string]cursorstore.MemberProgress{}
+	for m, v := range c.memStore.members {
+		all[m] = cursorstore.MemberProgress{Live: true, HasCursor: true, Value: v[0], Epoch: v[1]}
+	}
+	c.memStore.mu.Unlock()
+	out := make(chan map[string]cursorstore.MemberProgress, 1)
+	out <- all
+	go func() {
+		<-ctx.Done()
+		c.cmu.Lock()
+		c.membersOpen--
+		c.cmu.Unlock()
+		close(out)
+	}()
+	return cursorstore.Watch[map[string]cursorstore.MemberProgress]{C: out}
+}
+
+// The wait adds no metastore or etcd call while nobody waits: idle master steps
+// cost the same before and after requests of both scopes, and the members watch
+// is open only while a cluster-scope request waits.
+func TestNobodyWaitingCostsNoMetastoreOrEtcdCall(t *testing.T) {
+	r, log := newWaitRig(t)
+	cs := &countingStore{memStore: r.store, calls: map[string]int{}}
+	r.l.store = cs
+	r.l.board = newWaitBoard("m0", "hive", applier.ScopeLocal, cs)
+	r.l.rec.board = r.l.board
+	r.l.board.ownMoved(r.l.cursor.Value(), r.l.cursor.Epoch())
+	r.syncMaster()
+	idle := func() (hmsCalls int, etcdCalls map[string]int) {
+		t.Helper()
+		log.mu.Lock()
+		before := log.calls
+		log.mu.Unlock()
+		base, _ := cs.snapshot()
+		for range 10 {
+			if out, err := r.step(); err != nil || out != idle {
+				t.Fatalf("idle step: %v %v", out, err)
+			}
+		}
+		log.mu.Lock()
+		hmsCalls = log.calls - before
+		log.mu.Unlock()
+		now, _ := cs.snapshot()
+		etcdCalls = map[string]int{}
+		for k, v := range now {
+			if v != base[k] {
+				etcdCalls[k] = v - base[k]
+			}
+		}
+		return hmsCalls, etcdCalls
+	}
+	hmsBefore, etcdBefore := idle()
+	if a := r.wait(context.Background(), "catalog=hive"); a.code != http.StatusOK {
+		t.Fatalf("member scope: HTTP %d %s", a.code, a.body)
+	}
+	// The other member m1 is behind: a cluster-scope request opens the
+	// members watch, times out, and closes it.
+	seedMember(r.store, "m1", 5, 0)
+	if a := r.wait(context.Background(), "catalog=hive&scope=cluster&timeout=100ms"); a.code != http.StatusGatewayTimeout || !strings.Contains(a.res.Reason, "member m1 at 5") {
+		t.Fatalf("cluster scope with m1 at 5: HTTP %d %s, want 504 naming m1", a.code, a.body)
+	}
+	testutil.Await(t, 5*time.Second, "the members watch closed after the cluster-scope request", func() (bool, string) {
+		calls, open := cs.snapshot()
+		return calls["WatchMembers"] == 1 && open == 0, fmt.Sprintf("opened %d times, %d open; want once and none", calls["WatchMembers"], open)
+	})
+	hmsAfter, etcdAfter := idle()
+	t.Logf("10 idle master steps: %d metastore calls and etcd calls %v before any wait; %d and %v after requests of both scopes",
+		hmsBefore, etcdBefore, hmsAfter, etcdAfter)
+	if hmsAfter != hmsBefore || fmt.Sprint(etcdAfter) != fmt.Sprint(etcdBefore) {
+		t.Errorf("idle steps cost %d metastore calls and etcd %v after the waits, %d and %v before: waiting left a cost behind",
+			hmsAfter, etcdAfter, hmsBefore, etcdBefore)
+	}
+	if calls, _ := cs.snapshot(); calls["WatchMembers"] != 1 {
+		t.Errorf("idle steps opened the members watch (%d opens in all)", calls["WatchMembers"])
+	}
 }
