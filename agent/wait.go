@@ -287,15 +287,14 @@ func (l *catalogLoop) waitFor(ctx, req context.Context, p waitParams, res WaitRe
 		return code, res
 	}
 	for {
-		t, err := l.readTarget(ctx, p)
+		// The target is read within its own deadline (waitCallTimeout), not
+		// the request's timeout: timeout=0 still reads it, and then only looks.
+		t, err := l.readTarget(req, p)
 		if err != nil {
 			if req.Err() != nil {
 				return 0, res
 			}
 			res.Error = err.Error()
-			if ctx.Err() != nil {
-				return http.StatusGatewayTimeout, res
-			}
 			return http.StatusServiceUnavailable, res
 		}
 		w := &waiter{target: t.target, epoch: t.epoch, reread: t.reread}
