@@ -20,6 +20,12 @@
 #             logs that ALTER_TABLE under pd_b); on Hive 4 the metastore must apply the filter (no
 #             "ignores ... dbName filter" warning); on Hive 3.1 (whose request may not know dbName)
 #             either outcome passes and the PASS line says which was seen
+#   wait      read your writes: after the real Hive client adds a partition (AddPartition, to
+#             wt_a.orders), `hmssync wait` returns 0 and at that moment the FE holds it (its cache of
+#             wt_a.orders = the metastore's): member scope on one sidecar (its FE), cluster scope
+#             (every FE), and per table (`--db wt_a --table orders`; on Hive 4 the target is that
+#             table's newest event, found with the metastore's dbName filter; Hive 3.1 waits for the
+#             whole log, and the PASS line says so)
 #   cleanup   with every sidecar stopped, the metastore is restarted with the listener's short
 #             TTL, changes are made and the TTL cleans them (it empties the log, as on an idle
 #             metastore); the two sidecars started again (both behind the cleaned range) each
@@ -37,6 +43,8 @@
 #                                                      /status has each catalog's cursor, failing
 #                                                      and last_error
 #   the fake FE's POST/DELETE /_fetest/faults (a delay, an HTTP status) on native batch requests
+#   hmssync wait --url URL | --config F --catalog C [--db D --table T] [--scope cluster] --timeout S
+#                                                      (the wait check; skipped until it exists)
 
 sidecar_missing() {
 	local h
@@ -174,6 +182,61 @@ pushdown_check() {
 	wait "$pid_sc" "$pid_fe" 2>/dev/null || true
 }
 
+# wait_write LABEL VALUE: the real client adds partition (VALUE, eu) to wt_a.orders; WAIT_ID is the
+# metastore's current event id after it.
+wait_write() {
+	local L=$1 v=$2
+	WAIT_ID=$(java_main AddPartition --uri "$HMS_URI" --db wt_a --table orders --values "$v,eu" \
+		--warehouse "file:$SC/hms/db/warehouse" 2>>"$SC/wait.err" | sed -n 's/^ADDED event_id=\([0-9]*\)$/\1/p')
+	[ -n "$WAIT_ID" ] || { fail "$L wait: the Hive client could not add partition ($v, eu) to wt_a.orders: $(tail -3 "$SC/wait.err")"; return 1; }
+}
+
+# wait_holds LABEL WHAT OUT FE...: every FE's cache of wt_a.orders equals the metastore's, looked at
+# once, right after `hmssync wait` printed OUT.
+wait_holds() {
+	local L=$1 what=$2 out=$3
+	shift 3
+	if ! java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "$@")" --database wt_a --table orders --timeout 0 >"$SC/wait.cmp"; then
+		fail "$L wait: $what: hmssync wait said \"$out\" but the FE does not hold the partition of event $WAIT_ID: $(cat "$SC/wait.cmp")"
+		return 1
+	fi
+}
+
+# wait_check LABEL PROFILE: see the file comment. Uses the running metastore, etcd, fake FEs and the
+# three sidecars.
+wait_check() {
+	local L=$1 profile=$2 out how
+	if ! has_command wait --catalog; then
+		skip "$L wait: hmssync wait is not built yet"
+		return
+	fi
+	wait_write "$L" w1 || return
+	if ! out=$("$HMSSYNC" wait --url "http://${SC_ADDR[1]}" --catalog hive --timeout 60s 2>&1); then
+		fail "$L wait: member scope on m1 after the real client added a partition (event $WAIT_ID): $out"
+		return
+	fi
+	[[ "$out" == "caught up: hive at "* ]] || { fail "$L wait: member scope printed \"$out\", want \"caught up: hive at …\""; return; }
+	wait_holds "$L" "member scope on m1" "$out" "${FE_ADDR[1]}" || return
+
+	wait_write "$L" w2 || return
+	if ! out=$("$HMSSYNC" wait --url "http://${SC_ADDR[2]}" --catalog hive --scope cluster --timeout 60s 2>&1); then
+		fail "$L wait: cluster scope on m2 after the real client added a partition (event $WAIT_ID): $out"
+		return
+	fi
+	wait_holds "$L" "cluster scope" "$out" "${FE_ADDR[1]}" "${FE_ADDR[2]}" "${FE_ADDR[3]}" || return
+
+	# Per table: the sidecar's configuration file gives the address (--config), as beside an FE.
+	wait_write "$L" w3 || return
+	if ! out=$(HMSSYNC_HTTP_LISTEN="${SC_ADDR[3]}" "$HMSSYNC" wait --config "$SC/sidecar.yaml" --catalog hive --db wt_a --table orders --timeout 60s 2>&1); then
+		fail "$L wait: per table on m3 after the real client added a partition (event $WAIT_ID): $out"
+		return
+	fi
+	wait_holds "$L" "per table on m3" "$out" "${FE_ADDR[3]}" || return
+	how="the table's newest event, found with the metastore's dbName filter"
+	[ "$profile" = hive3 ] && how="on Hive 3.1 the whole log's current id"
+	pass "$L wait: after the real client added a partition, hmssync wait returned and the FE held it: member scope (m1), cluster scope (every FE), per table (m3: $out; target: $how)"
+}
+
 sidecar_checks() { # profile
 	local first=${#STARTED_PIDS[@]} pid live
 	sidecar_checks_in "$1"
@@ -266,6 +329,7 @@ sidecar_checks_in() { # profile
 	fi
 	preflight_check "$L"
 	pushdown_check "$L" "$profile"
+	wait_check "$L" "$profile"
 	local m
 	m=$(java_main SidecarProbe master --http "$(urls "${SC_ADDR[1]}" "${SC_ADDR[2]}" "${SC_ADDR[3]}")") ||
 		{ fail "$L converge: $m"; return; }
