@@ -148,7 +148,7 @@ etcd: {embedded_dir: %q, embedded_listen: %q, lease_ttl: 2s, request_timeout: 50
 fe: {url: %q, dialect: native, password_file: %q, health_interval: 100ms, unhealthy_grace: 1s}
 catalogs:
   - {name: hive, hms_uris: [%q], poll_interval: 50ms}
-http: {listen: %q}
+http: {listen: %q, wait_max_timeout: 1m, max_waiters: 1}
 `, filepath.Join(dir, "etcd"), etcdAddr, fe.URL, pwFile, srv.URI(), httpAddr)
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -203,5 +203,32 @@ http: {listen: %q}
 	out, exit = runWait(t, "--config", cfgFile, "--catalog", "hive", "--timeout", "2s")
 	if took := time.Since(start); exit != 2 || took > 3*time.Second || !strings.Contains(out, "paused") {
 		t.Fatalf("wait with the master paused: exit %d after %s: %q; want 2 within 3s naming the pause", exit, took, out)
+	}
+
+	// The configuration's bounds reach the endpoint: http.wait_max_timeout
+	// (1m) and http.max_waiters (1, taken by a waiter held by the pause).
+	if out, exit := runWait(t, "--config", cfgFile, "--catalog", "hive", "--timeout", "2m"); exit != 1 || !strings.Contains(out, "http.wait_max_timeout (1m0s)") {
+		t.Errorf("--timeout 2m with http.wait_max_timeout 1m: exit %d %q, want 1 naming the bound", exit, out)
+	}
+	held := make(chan int, 1)
+	go func() { _, exit := runWait(t, "--config", cfgFile, "--catalog", "hive", "--timeout", "20s"); held <- exit }()
+	testutil.Await(t, 10*time.Second, "one waiter held by the pause", func() (bool, string) {
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return strings.Contains(b.String(), "\nhmssync_waiters 1\n"), "hmssync_waiters is not 1"
+	})
+	if out, exit := runWait(t, "--config", cfgFile, "--catalog", "hive", "--timeout", "1s"); exit != 1 || !strings.Contains(out, "HTTP 429") {
+		t.Errorf("a second waiter with http.max_waiters 1: exit %d %q, want 1 with HTTP 429", exit, out)
+	}
+	if _, err := cli.Delete(context.Background(), "/hmssync/single/pause"); err != nil {
+		t.Fatal(err)
+	}
+	if exit := <-held; exit != 0 {
+		t.Errorf("the held waiter exited %d once the pause key was removed, want 0", exit)
 	}
 }
