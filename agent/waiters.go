@@ -209,8 +209,10 @@ type waitBoard struct {
 	committedSeen bool
 	others        map[string]cursorstore.MemberProgress // live members but this one
 	othersSeen    bool
-	// The members watch, running while clusterWaiters > 0.
+	// The members watch, running while clusterWaiters > 0; gen tells its
+	// values from those of a watch closed before.
 	clusterWaiters int
+	gen            int
 	stopMembers    context.CancelFunc
 	membersFresh   func() error
 	// wakes counts the waiters woken (tests: no move wakes a waiter it does not
@@ -258,10 +260,13 @@ func (b *waitBoard) masterSeen(c cursorstore.Cursor) {
 	b.updateCluster()
 }
 
-// membersSeen takes the members watch's newest state.
-func (b *waitBoard) membersSeen(all map[string]cursorstore.MemberProgress) {
+// membersSeen takes the newest state of the members watch of generation gen.
+func (b *waitBoard) membersSeen(gen int, all map[string]cursorstore.MemberProgress) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if gen != b.gen {
+		return // a value of a closed watch: it may name other members than now
+	}
 	b.others = map[string]cursorstore.MemberProgress{}
 	for m, p := range all {
 		if p.Live && m != b.self {
@@ -310,15 +315,14 @@ func (b *waitBoard) joinCluster() bool {
 		return true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	b.gen++
+	gen := b.gen
 	b.stopMembers = cancel
 	wt := b.openMembers(ctx)
 	b.membersFresh = wt.Fresh
 	go func() {
 		for all := range wt.C {
-			if ctx.Err() != nil {
-				return
-			}
-			b.membersSeen(all)
+			b.membersSeen(gen, all)
 		}
 	}()
 	return true
@@ -337,6 +341,7 @@ func (b *waitBoard) leaveCluster() {
 		return
 	}
 	b.stopMembers()
+	b.gen++
 	b.stopMembers, b.membersFresh = nil, nil
 	b.others, b.othersSeen = nil, false
 	b.wakes += b.cluster.forget()

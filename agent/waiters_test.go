@@ -229,3 +229,26 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// A value of a members watch that was closed (the last cluster-scope waiter
+// left) never reaches the figure of the watch opened after it: it may miss a
+// member that became live since.
+func TestClosedMembersWatchValueIsIgnored(t *testing.T) {
+	b := localBoard()
+	fakeMembers(b)
+	b.ownMoved(40, 0)
+	b.masterSeen(cursorstore.Cursor{Exists: true, Value: 40})
+	b.joinCluster()
+	old := b.gen
+	b.leaveCluster()
+	b.joinCluster()
+	defer b.leaveCluster()
+	b.membersSeen(old, map[string]cursorstore.MemberProgress{})
+	if _, _, known := b.progress(scopeCluster); known {
+		t.Fatal("the cluster figure was taken from a closed watch's value (no other member live), not from the open one")
+	}
+	b.membersSeen(b.gen, map[string]cursorstore.MemberProgress{"m1": {Live: true, HasCursor: true, Value: 3}})
+	if v, _, known := b.progress(scopeCluster); !known || v != 3 {
+		t.Fatalf("cluster figure %d (known %v) from the open watch, want m1's 3", v, known)
+	}
+}
