@@ -368,11 +368,13 @@ func (l *catalogLoop) readTarget(ctx context.Context, p waitParams) (waitTarget,
 // database (table), where the metastore filters by database (Hive 4:
 // DatabaseEventSource); t.target otherwise. Only the events after what the
 // scope's figure already reached are read: when none of them concerns the
-// database, the figure is the target. Events whose header may name another
+// database, the figure is the target. A metastore that answers with the whole
+// log (Hive 3 ignores the filter) is not asked again: reading the whole log is
+// not cheap. Events whose header may name another
 // database than the one they change count wherever they are logged.
 func (l *catalogLoop) narrowTarget(ctx context.Context, p waitParams, t waitTarget) int64 {
 	ds, ok := l.cat.Source.(DatabaseEventSource)
-	if !ok || !hms.PushdownDatabase(p.db) {
+	if !ok || !hms.PushdownDatabase(p.db) || l.board.unfiltered.Load() {
 		return t.target
 	}
 	after, epoch, known := l.board.progress(p.scope)
@@ -382,6 +384,9 @@ func (l *catalogLoop) narrowTarget(ctx context.Context, p waitParams, t waitTarg
 	cctx, cancel := context.WithTimeout(ctx, waitCallTimeout)
 	f, err := ds.NextEventsOfDatabases(cctx, after, waitNarrowLimit, l.cat.SkipEventTypes, []string{p.db})
 	cancel()
+	if err == nil && f.Databases == 0 {
+		l.board.unfiltered.Store(true)
+	}
 	if err != nil || f.Databases == 0 || f.Last < t.target {
 		// Unfiltered (the metastore ignores the filter), incomplete up to
 		// the target, or failed: the whole log's target.

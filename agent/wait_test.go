@@ -358,6 +358,14 @@ func (d dbLog) NextEventsOfDatabases(ctx context.Context, after int64, max int, 
 	return f, nil
 }
 
+// unfilteredLog answers database-filtered reads with the whole log, as
+// *hms.Client does for a metastore that ignores the filter.
+type unfilteredLog struct{ *memLog }
+
+func (u unfilteredLog) NextEventsOfDatabases(ctx context.Context, after int64, max int, skip, _ []string) (hms.Fetch, error) {
+	return u.NextEvents(ctx, after, max, skip)
+}
+
 func (m *memLog) addIn(db string, n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -384,6 +392,22 @@ func TestWaitForADatabaseIgnoresOtherDatabasesWhereTheMetastoreFilters(t *testin
 	if a := r.wait(context.Background(), "catalog=hive&timeout=0s"); val(a.res.Target) != 18 {
 		t.Errorf("the whole catalog's target %d, want the current id 18", val(a.res.Target))
 	}
+	// A metastore that ignores the filter (Hive 3) answers with the whole
+	// log: the whole log's target, and it is not asked again.
+	r.l.cat.Source = unfilteredLog{log}
+	if a := r.wait(context.Background(), "catalog=hive&db=db&timeout=0s"); val(a.res.Target) != 18 {
+		t.Errorf("db=db on a metastore that ignores the filter: target %d, want the current id 18", val(a.res.Target))
+	}
+	log.mu.Lock()
+	calls := log.calls
+	log.mu.Unlock()
+	r.wait(context.Background(), "catalog=hive&db=db&timeout=0s")
+	log.mu.Lock()
+	if got := log.calls - calls; got != 1 {
+		t.Errorf("a request naming a database made %d metastore calls after the metastore ignored the filter, want only the current id", got)
+	}
+	log.mu.Unlock()
+	r.l.cat.Source = dbLog{log}
 	// A name Hive would normalise is not asked for by name: the whole log.
 	if a := r.wait(context.Background(), "catalog=hive&db=DB&timeout=0s"); val(a.res.Target) != 18 {
 		t.Errorf("db=DB (not in Hive's normal form): target %d, want the current id 18", val(a.res.Target))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/cursorstore"
@@ -215,6 +216,10 @@ type waitBoard struct {
 	gen            int
 	stopMembers    context.CancelFunc
 	membersFresh   func() error
+	// unfiltered is set once the metastore answered a database-filtered read
+	// with the whole log (Hive 3): requests naming a database then wait for
+	// the whole log's target without reading events first.
+	unfiltered atomic.Bool
 	// wakes counts the waiters woken (tests: no move wakes a waiter it does not
 	// concern).
 	wakes int
