@@ -211,7 +211,10 @@ http: {listen: %q, wait_max_timeout: 1m, max_waiters: 1}
 		t.Errorf("--timeout 2m with http.wait_max_timeout 1m: exit %d %q, want 1 naming the bound", exit, out)
 	}
 	held := make(chan int, 1)
-	go func() { _, exit := runWait(t, "--config", cfgFile, "--catalog", "hive", "--timeout", "20s"); held <- exit }()
+	go func() {
+		_, exit := runWait(t, "--config", cfgFile, "--catalog", "hive", "--timeout", "20s")
+		held <- exit
+	}()
 	testutil.Await(t, 10*time.Second, "one waiter held by the pause", func() (bool, string) {
 		resp, err := http.Get("http://" + httpAddr + "/metrics")
 		if err != nil {
