@@ -28,6 +28,7 @@ type Agent struct {
 	health     *FEHealth
 	pause      *pauseWatch
 	loops      []*catalogLoop
+	waits      *waitLimits
 	running    atomic.Bool
 }
 
@@ -74,6 +75,7 @@ func New(cfg Config) (*Agent, error) {
 	if ow, ok := cfg.Status.(StatusWriteObserver); ok {
 		ow.ObserveWrites(a.m.observeStatusPublish)
 	}
+	a.waits = newWaitLimits(cfg, a.m.reg)
 	for _, c := range cfg.Catalogs {
 		a.loops = append(a.loops, newCatalogLoop(a, c))
 	}

@@ -34,6 +34,8 @@ type catalogLoop struct {
 	pause   *pauseWatch
 
 	rec *recorder
+	// board holds the waiters of /v1/wait on this catalog (waiters.go).
+	board *waitBoard
 	// watch follows the committed master cursor.
 	watch *masterCursorWatch
 	// pushDBs are the databases the include patterns confine the catalog to,
@@ -84,6 +86,8 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 		poll:        newPollSchedule(cat.BusyPollInterval, cat.PollInterval),
 		maxDecoders: runtime.GOMAXPROCS(0),
 	}
+	l.board = newWaitBoard(a.cfg.Member, cat.Name, a.scope, a.cfg.Store)
+	rec.board = l.board
 	l.cursor = newMemberCursor(l.cursorMoved)
 	l.heal = newHealer(a.cfg.SelfHealMaxPerHour)
 	l.ahead = newPrefetcher(l)

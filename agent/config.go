@@ -53,6 +53,13 @@ type Config struct {
 	// two minutes.
 	StuckAfter time.Duration
 
+	// WaitMaxTimeout is the longest timeout a request of /v1/wait may ask for
+	// (http.wait_max_timeout; zero: DefaultWaitMaxTimeout), MaxWaiters how
+	// many may wait at once, beyond which they are answered 429
+	// (http.max_waiters; zero: DefaultMaxWaiters).
+	WaitMaxTimeout time.Duration
+	MaxWaiters     int
+
 	Logger *zap.Logger
 }
 

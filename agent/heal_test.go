@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
@@ -96,17 +94,7 @@ func (r *rig) runHealing(n int) {
 }
 
 func (r *rig) heals(scope string) float64 {
-	return metricValue(r.t, r.a.m.selfHeals.WithLabelValues("hive", scope))
-}
-
-// metricValue reads a counter's or gauge's value.
-func metricValue(t *testing.T, c prometheus.Metric) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	return metricValue(r.a.m.selfHeals.WithLabelValues("hive", scope))
 }
 
 // An undecodable ALTER_PARTITION of db.bad among good events costs one refresh
@@ -288,7 +276,7 @@ func TestRecurringPoisonIsReportedNotEscalated(t *testing.T) {
 	if n := r.fe.refreshes(); n != 0 {
 		t.Fatalf("%d full refreshes; want none: a recurring poison is still healed at table scope", n)
 	}
-	if v := metricValue(t, r.a.m.selfHealLoops.WithLabelValues("hive")); v != 1 {
+	if v := metricValue(r.a.m.selfHealLoops.WithLabelValues("hive")); v != 1 {
 		t.Fatalf("hmssync_self_heal_loops = %v; want 1", v)
 	}
 }

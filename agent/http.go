@@ -47,6 +47,7 @@ func (a *Agent) Handler(level *LogLevel) http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(a.Status())
 	})
+	mux.HandleFunc("/v1/wait", a.serveWait)
 	mux.Handle("/metrics", promhttp.HandlerFor(a.m.reg, promhttp.HandlerOpts{}))
 	if level != nil {
 		mux.Handle("/log/level", level)

@@ -19,8 +19,8 @@ import (
 // applier.Applier). Optional, found by a type assertion on the required value
 // and each saying below what the driver does without it: DatabaseEventSource and
 // MetastoreIdentifier (on the EventSource), PoisonAttributor (on the
-// EventDecoder), AppliedReporter (on the Applier),
-// WatchRestartCounter (on the CursorStore), StatusPublisher (Config.Status) and
+// EventDecoder), AppliedReporter (on the Applier), WatchRestartCounter and
+// MemberWatcher (on the CursorStore), StatusPublisher (Config.Status) and
 // StatusWriteObserver (on the StatusPublisher).
 
 // EventSource reads one metastore's notification log.
@@ -81,7 +81,7 @@ type Elector interface {
 }
 
 // CursorStore is the etcd side of the cursors and the pause key. Optional on top:
-// WatchRestartCounter.
+// WatchRestartCounter, MemberWatcher.
 type CursorStore interface {
 	MasterCursor(ctx context.Context, catalog string) (cursorstore.Cursor, error)
 	// CommitMaster continues the committed lineage (the base's epoch).
@@ -104,6 +104,15 @@ type CursorStore interface {
 // hmssync_watch_restarts_total. Without it that metric is absent.
 type WatchRestartCounter interface {
 	WatchRestarts() int64
+}
+
+// MemberWatcher is implemented by cursor stores that can follow every member's
+// durable cursor of a catalog and whether the member is live (its status key;
+// *cursorstore.Store): /v1/wait's cluster scope with a local-scope dialect opens
+// it while such a request waits, and only then. Without it that scope answers
+// 503.
+type MemberWatcher interface {
+	WatchMembers(ctx context.Context, catalog string) cursorstore.Watch[map[string]cursorstore.MemberProgress]
 }
 
 // StatusPublisher keeps the member's status key in etcd current (`hmssync status`
@@ -131,6 +140,7 @@ var (
 	_ Elector             = (*election.Elector)(nil)
 	_ CursorStore         = (*cursorstore.Store)(nil)
 	_ WatchRestartCounter = (*cursorstore.Store)(nil)
+	_ MemberWatcher       = (*cursorstore.Store)(nil)
 	_ StatusPublisher     = (*cursorstore.StatusPublisher)(nil)
 	_ StatusWriteObserver = (*cursorstore.StatusPublisher)(nil)
 )

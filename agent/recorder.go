@@ -19,6 +19,8 @@ import (
 type recorder struct {
 	m       *metrics
 	catalog string
+	// board is told the cursor moves that waiters of /v1/wait wait on.
+	board *waitBoard
 
 	cursor, masterCursor, hmsCurrent, lagEvents, lagSeconds prometheus.Gauge
 	paused, pushdownDBs, healLoopsGauge                     prometheus.Gauge
@@ -35,7 +37,8 @@ type catalogState struct {
 	lagEvents               int64
 	lastErr                 string
 	lastErrAt               time.Time
-	failing                 bool // the last step failed
+	failing                 bool      // the last step failed
+	failingSince            time.Time // when the steps began to fail (failing)
 	authFailing             bool
 	configFailing           bool // the FE answered as no configured FE should
 	hmsConfigFailing        bool // the last step failed on a metastore configuration error (hms.ConfigError)
@@ -103,11 +106,17 @@ func (r *recorder) cursorMoved(v, epoch int64) {
 	r.mu.Lock()
 	r.st.own, r.st.epoch = v, epoch
 	r.mu.Unlock()
+	if r.board != nil {
+		r.board.ownMoved(v, epoch)
+	}
 }
 
 // masterCursorSeen records the committed cursor as the watch delivered it.
 func (r *recorder) masterCursorSeen(c cursorstore.Cursor) {
 	r.masterCursor.Set(float64(cursorValue(c)))
+	if r.board != nil {
+		r.board.masterSeen(c)
+	}
 }
 
 // metastoreCurrent records the metastore's current id, as the master reads it.
@@ -309,6 +318,9 @@ func (r *recorder) failed(err error, class failureClass) {
 	// whose value etcd caps.
 	r.st.lastErr = shorten(err.Error(), maxStatusError)
 	r.st.lastErrAt = time.Now()
+	if !r.st.failing {
+		r.st.failingSince = r.st.lastErrAt
+	}
 	r.st.failing = true
 	switch class {
 	case classAuth:

@@ -89,8 +89,8 @@ func loadManifests(t *testing.T) manifests {
 
 func TestManifestsDecodeStrictlyAndFitTogether(t *testing.T) {
 	m := loadManifests(t)
-	if len(m.statefulSets) != 2 || len(m.pdbs) != 1 || len(m.services) != 1 || len(m.podMonitors) != 1 {
-		t.Fatalf("want 2 StatefulSets, a PDB, a Service and a PodMonitor; got %d, %d, %d, %d",
+	if len(m.statefulSets) != 2 || len(m.pdbs) != 1 || len(m.services) != 2 || len(m.podMonitors) != 1 {
+		t.Fatalf("want 2 StatefulSets, a PDB, 2 Services (metrics, wait) and a PodMonitor; got %d, %d, %d, %d",
 			len(m.statefulSets), len(m.pdbs), len(m.services), len(m.podMonitors))
 	}
 	for f, sts := range m.statefulSets {

@@ -16,6 +16,7 @@ func newApp() *cli.App {
 		Usage: "keep Apache Doris frontends in step with a Hive Metastore",
 		Commands: []*cli.Command{
 			runCommand(),
+			waitCommand(),
 			demoCommand(),
 			statusCommand(),
 			cursorCommand(),
@@ -32,7 +33,9 @@ func newApp() *cli.App {
 
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "hmssync:", err)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "hmssync:", msg)
+		}
 		if ec, ok := err.(cli.ExitCoder); ok {
 			os.Exit(ec.ExitCode())
 		}

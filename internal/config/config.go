@@ -90,6 +90,10 @@ type HTTP struct {
 	AllowRemoteLogLevel bool   `yaml:"allow_remote_log_level"`
 	// Pprof is who may read /debug/pprof: off, loopback or any.
 	Pprof string `yaml:"pprof"`
+	// WaitMaxTimeout is the longest timeout a request of /v1/wait may ask
+	// for; MaxWaiters how many requests may wait at once (429 beyond).
+	WaitMaxTimeout time.Duration `yaml:"wait_max_timeout"`
+	MaxWaiters     int           `yaml:"max_waiters"`
 }
 
 // Log is the logger's level and format (log).
@@ -144,7 +148,7 @@ func Default() Config {
 			HealthInterval: 5 * time.Second,
 			UnhealthyGrace: 30 * time.Second,
 		},
-		HTTP:            HTTP{Listen: ":9108", Pprof: "off"},
+		HTTP:            HTTP{Listen: ":9108", Pprof: "off", WaitMaxTimeout: 10 * time.Minute, MaxWaiters: 1000},
 		Log:             Log{Level: "info"},
 		Retry:           Retry{Initial: 200 * time.Millisecond, Max: 30 * time.Second, AuthInterval: 30 * time.Second},
 		SelfHeal:        SelfHeal{MaxPerHour: 6},

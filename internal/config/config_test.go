@@ -101,14 +101,15 @@ catalogs:
     poll_interval: 250ms
 `)
 	env := envOf(map[string]string{
-		"HMSSYNC_MEMBER":             "env-member",
-		"HMSSYNC_FE_URL":             "http://env:8030",
-		"HMSSYNC_ETCD_ENDPOINTS":     "http://e1:2379, http://e2:2379",
-		"HMSSYNC_FE_PASSWORD":        "s3cret",
-		"HMSSYNC_ETCD_LEASE_TTL":     "",
-		"HMSSYNC_HTTP_LISTEN":        "127.0.0.1:9999",
-		"HMSSYNC_RETRY_MAX":          "5s",
-		"HMSSYNC_FE_HEALTH_INTERVAL": "2s",
+		"HMSSYNC_MEMBER":                "env-member",
+		"HMSSYNC_FE_URL":                "http://env:8030",
+		"HMSSYNC_ETCD_ENDPOINTS":        "http://e1:2379, http://e2:2379",
+		"HMSSYNC_FE_PASSWORD":           "s3cret",
+		"HMSSYNC_ETCD_LEASE_TTL":        "",
+		"HMSSYNC_HTTP_LISTEN":           "127.0.0.1:9999",
+		"HMSSYNC_RETRY_MAX":             "5s",
+		"HMSSYNC_FE_HEALTH_INTERVAL":    "2s",
+		"HMSSYNC_HTTP_WAIT_MAX_TIMEOUT": "2m",
 	})
 	cfg, sec, err := Load(Sources{File: file, Getenv: env, Flags: map[string]string{"fe.url": "http://flag:8030"}})
 	if err != nil {
@@ -127,6 +128,8 @@ catalogs:
 		{"fe.timeout (file)", cfg.FE.Timeout, 7 * time.Second},
 		{"http.listen (env)", cfg.HTTP.Listen, "127.0.0.1:9999"},
 		{"http.pprof (default: off)", cfg.HTTP.Pprof, "off"},
+		{"http.wait_max_timeout (env)", cfg.HTTP.WaitMaxTimeout, 2 * time.Minute},
+		{"http.max_waiters (default)", cfg.HTTP.MaxWaiters, 1000},
 		{"catalog busy_poll_interval (default)", cfg.Catalogs[0].BusyPoll, 25 * time.Millisecond},
 		{"retry.max (env)", cfg.Retry.Max, 5 * time.Second},
 		{"catalog poll_interval (file)", cfg.Catalogs[0].PollInterval, 250 * time.Millisecond},
@@ -205,6 +208,10 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		{"listen", "http: {listen: 9108}", nil, []string{"http.listen", `"9108"`, "host:port"}},
 		{"log level", "log: {level: loud}", nil, []string{"log.level", `"loud"`, "debug, info, warn or error"}},
 		{"pprof", "http: {pprof: on}", nil, []string{"http.pprof", `"on"`, "off, loopback", "or any"}},
+		{"wait max timeout zero", "http: {wait_max_timeout: 0s}", nil, []string{"http.wait_max_timeout", "0s", "1s to 24h"}},
+		{"wait max timeout huge", "http: {wait_max_timeout: 1000h}", nil, []string{"http.wait_max_timeout", "1000h", "1s to 24h"}},
+		{"max waiters negative", "http: {max_waiters: -1}", nil, []string{"http.max_waiters", "-1", "1 to 100000"}},
+		{"max waiters env not a number", "", map[string]string{"HMSSYNC_HTTP_MAX_WAITERS": "many"}, []string{"HMSSYNC_HTTP_MAX_WAITERS", "http.max_waiters", `"many"`}},
 		{"etcd user without password", "etcd: {username: hms}", nil, []string{"etcd.username", "HMSSYNC_ETCD_PASSWORD"}},
 		{"missing password file", "fe: {password_file: /nonexistent/pw}", nil, []string{"fe.password_file", "/nonexistent/pw", "readable file"}},
 		{"tls with http endpoint", "etcd: {tls: {ca_file: ../../go.mod}}", nil, []string{"etcd.endpoints[0]", "https://"}},

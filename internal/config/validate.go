@@ -261,6 +261,12 @@ func (c *Config) validateServing(p *problems) {
 	default:
 		p.bad("http.pprof", c.HTTP.Pprof, "want off, loopback (profiles for clients on this host only) or any")
 	}
+	if c.HTTP.WaitMaxTimeout < time.Second || c.HTTP.WaitMaxTimeout > 24*time.Hour {
+		p.bad("http.wait_max_timeout", c.HTTP.WaitMaxTimeout, "want a duration from 1s to 24h: the longest timeout a /v1/wait request may ask for")
+	}
+	if c.HTTP.MaxWaiters < 1 || c.HTTP.MaxWaiters > 100000 {
+		p.bad("http.max_waiters", c.HTTP.MaxWaiters, "want 1 to 100000 requests of /v1/wait waiting at once")
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

@@ -130,7 +130,8 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		Retry:              agent.Retry{Initial: cfg.Retry.Initial, Max: cfg.Retry.Max, AuthInterval: cfg.Retry.AuthInterval},
 		SelfHealMaxPerHour: cfg.SelfHeal.MaxPerHour,
 		StuckAfter:         2*maxCall + 30*time.Second,
-		Logger:             log,
+		WaitMaxTimeout:     cfg.HTTP.WaitMaxTimeout, MaxWaiters: cfg.HTTP.MaxWaiters,
+		Logger: log,
 	})
 	if err != nil {
 		return nil, err

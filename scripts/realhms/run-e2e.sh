@@ -14,6 +14,9 @@
 #               converge on the metastore's state, also after the master is killed
 #   restart     the metastore is restarted while two sidecars are partway through a backlog (slowed
 #               down by their fake FEs); they finish it after it is back, without a full refresh
+#   wait        after the real client adds a partition, `hmssync wait` returns and the FE holds it:
+#               member scope, cluster scope, and per table (--db --table: Hive 4 narrows the target
+#               with its dbName filter; Hive 3.1 waits for the whole log)
 #   cleanup     events cleaned by a short listener TTL cause exactly one full refresh (reason gap)
 #               in each sidecar that was behind them (Hive 3.1.3's listener cleans every 60 s, a
 #               constant, so this waits up to TTL + 60 s there)

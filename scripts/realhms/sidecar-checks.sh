@@ -20,6 +20,14 @@
 #             logs that ALTER_TABLE under pd_b); on Hive 4 the metastore must apply the filter (no
 #             "ignores ... dbName filter" warning); on Hive 3.1 (whose request may not know dbName)
 #             either outcome passes and the PASS line says which was seen
+#   wait      read your writes: after the real Hive client adds a partition (AddPartition, to
+#             wt_a.orders), `hmssync wait` returns 0 and at that moment the FE holds it (its cache of
+#             wt_a.orders = the metastore's): member scope on one sidecar (its FE), cluster scope
+#             (every FE), and per table (`--db wt_a --table orders`). On Hive 4 the per-table target
+#             is narrowed by the metastore's dbName filter: with sidecar 3's FE refusing batches
+#             after wt_a.orders' last event and a partition added to wt_b, the whole catalog times
+#             out (exit 2) and the per-table wait returns with a target at that event; Hive 3.1
+#             waits for the whole log, and the PASS line says so
 #   cleanup   with every sidecar stopped, the metastore is restarted with the listener's short
 #             TTL, changes are made and the TTL cleans them (it empties the log, as on an idle
 #             metastore); the two sidecars started again (both behind the cleaned range) each
@@ -37,6 +45,8 @@
 #                                                      /status has each catalog's cursor, failing
 #                                                      and last_error
 #   the fake FE's POST/DELETE /_fetest/faults (a delay, an HTTP status) on native batch requests
+#   hmssync wait --url URL | --config F --catalog C [--db D --table T] [--scope cluster] --timeout S
+#                                                      (the wait check; skipped until it exists)
 
 sidecar_missing() {
 	local h
@@ -174,6 +184,92 @@ pushdown_check() {
 	wait "$pid_sc" "$pid_fe" 2>/dev/null || true
 }
 
+# wait_write LABEL DB VALUE: the real client adds partition (VALUE, eu) to DB.orders (creating them
+# first if needed); WAIT_ID is the metastore's current event id after it.
+wait_write() {
+	local L=$1 db=$2 v=$3
+	WAIT_ID=$(java_main AddPartition --uri "$HMS_URI" --db "$db" --table orders --values "$v,eu" \
+		--warehouse "file:$SC/hms/db/warehouse" 2>>"$SC/wait.err" | sed -n 's/^ADDED event_id=\([0-9]*\)$/\1/p')
+	[ -n "$WAIT_ID" ] || { fail "$L wait: the Hive client could not add partition ($v, eu) to $db.orders: $(tail -3 "$SC/wait.err")"; return 1; }
+}
+
+# wait_holds LABEL WHAT OUT FE...: every FE's cache of wt_a.orders equals the metastore's, looked at
+# once, right after `hmssync wait` printed OUT.
+wait_holds() {
+	local L=$1 what=$2 out=$3
+	shift 3
+	if ! java_main SidecarProbe converge --hms "$HMS_URI" --fe "$(urls "$@")" --database wt_a --table orders --timeout 0 >"$SC/wait.cmp"; then
+		fail "$L wait: $what: hmssync wait said \"$out\" but the FE does not hold wt_a.orders as the metastore does (event $WAIT_ID): $(cat "$SC/wait.cmp")"
+		return 1
+	fi
+}
+
+# wait_check LABEL PROFILE: see the file comment. Uses the running metastore, etcd, fake FEs and the
+# three sidecars.
+wait_check() {
+	local L=$1 profile=$2 out at w3 changes='{"native":true,"match":"/changes"'
+	if ! has_command wait --catalog; then
+		skip "$L wait: hmssync wait is not built yet"
+		return
+	fi
+	# wt_b exists before the per-table part, so that later writes to it are ADD_PARTITION events
+	# only (CREATE_DATABASE counts for every database's target).
+	wait_write "$L" wt_b w0 || return
+
+	wait_write "$L" wt_a w1 || return
+	if ! out=$("$HMSSYNC" wait --url "http://${SC_ADDR[1]}" --catalog hive --timeout 60s 2>&1); then
+		fail "$L wait: member scope on m1 after the real client added a partition (event $WAIT_ID): $out"
+		return
+	fi
+	[[ "$out" == "caught up: hive at "* ]] || { fail "$L wait: member scope printed \"$out\", want \"caught up: hive at …\""; return; }
+	wait_holds "$L" "member scope on m1" "$out" "${FE_ADDR[1]}" || return
+
+	wait_write "$L" wt_a w2 || return
+	if ! out=$("$HMSSYNC" wait --url "http://${SC_ADDR[2]}" --catalog hive --scope cluster --timeout 60s 2>&1); then
+		fail "$L wait: cluster scope on m2 after the real client added a partition (event $WAIT_ID): $out"
+		return
+	fi
+	wait_holds "$L" "cluster scope" "$out" "${FE_ADDR[1]}" "${FE_ADDR[2]}" "${FE_ADDR[3]}" || return
+
+	# Per table, on m3, whose address comes from the sidecar's configuration file (--config), as
+	# beside an FE.
+	local m3=(env HMSSYNC_HTTP_LISTEN="${SC_ADDR[3]}" "$HMSSYNC" wait --config "$SC/sidecar.yaml" --catalog hive)
+	wait_write "$L" wt_a w3 || return
+	w3=$WAIT_ID
+	if ! out=$("${m3[@]}" --db wt_a --table orders --timeout 60s 2>&1); then
+		fail "$L wait: per table on m3 after the real client added a partition (event $w3): $out"
+		return
+	fi
+	wait_holds "$L" "per table on m3" "$out" "${FE_ADDR[3]}" || return
+	if [ "$profile" = hive3 ]; then
+		pass "$L wait: after the real client added a partition, hmssync wait returned and the FE held it: member scope (m1), cluster scope (every FE), per table (m3; Hive 3.1 has no dbName filter: the whole log's target)"
+		return
+	fi
+	# Hive 4 narrows the target: with m3's FE refusing batches after event $w3, a write to wt_b
+	# holds m3 back on the whole log but not on wt_a.orders, whose newest event it has applied.
+	java_main FEFaults --fe "http://${FE_ADDR[3]}" --clear true --add "$changes,\"http_status\":503}" >"$SC/wait.faults" 2>&1 ||
+		{ fail "$L wait: could not make fake FE 3 refuse batches: $(cat "$SC/wait.faults")"; return; }
+	wait_write "$L" wt_b w4 || return
+	if out=$("${m3[@]}" --timeout 2s 2>&1); then
+		fail "$L wait: the whole catalog on m3 caught up with its FE refusing batches ($out): the per-table part would prove nothing"
+		java_main FEFaults --fe "http://${FE_ADDR[3]}" --clear true >>"$SC/wait.faults" 2>&1 || true
+		return
+	fi
+	out=$("${m3[@]}" --db wt_a --table orders --timeout 20s 2>&1) || {
+		fail "$L wait: per table on m3 with wt_b written after wt_a.orders' event $w3 and m3 held there: $out (Hive 4's dbName filter should have narrowed the target to $w3)"
+		java_main FEFaults --fe "http://${FE_ADDR[3]}" --clear true >>"$SC/wait.faults" 2>&1 || true
+		return
+	}
+	java_main FEFaults --fe "http://${FE_ADDR[3]}" --clear true >>"$SC/wait.faults" 2>&1 ||
+		{ fail "$L wait: could not clear fake FE 3's faults: $(cat "$SC/wait.faults")"; return; }
+	at=$(sed -n 's/^caught up: hive at \([0-9]*\) .*/\1/p' <<<"$out")
+	if [ -z "$at" ] || [ "$at" -gt "$w3" ]; then
+		fail "$L wait: per table on m3 printed \"$out\", want a target at or below wt_a.orders' event $w3 (the metastore is at $WAIT_ID)"
+		return
+	fi
+	pass "$L wait: after the real client added a partition, hmssync wait returned and the FE held it: member scope (m1), cluster scope (every FE), per table (m3: \"$out\" with the metastore at $WAIT_ID and m3 held at $w3: the dbName filter narrowed the target)"
+}
+
 sidecar_checks() { # profile
 	local first=${#STARTED_PIDS[@]} pid live
 	sidecar_checks_in "$1"
@@ -266,6 +362,7 @@ sidecar_checks_in() { # profile
 	fi
 	preflight_check "$L"
 	pushdown_check "$L" "$profile"
+	wait_check "$L" "$profile"
 	local m
 	m=$(java_main SidecarProbe master --http "$(urls "${SC_ADDR[1]}" "${SC_ADDR[2]}" "${SC_ADDR[3]}")") ||
 		{ fail "$L converge: $m"; return; }

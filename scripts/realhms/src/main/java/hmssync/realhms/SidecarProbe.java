@@ -15,11 +15,12 @@ import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
 /**
  * Probes for the sidecar checks of run-e2e.sh (sidecar-checks.sh), over HTTP:
  * <ul>
- * <li>{@code converge --hms URI --fe URL,URL --timeout S [--database D]}: waits until every fake
- *     FE's cache (the catalog's databases, tables and partitions in {@code GET URL/_fetest/state})
- *     equals the metastore's state read with the Hive client (with {@code --database}, database D
- *     only: a sidecar whose catalog includes D alone leaves the others as its first refresh found
- *     them); exit 1 with the differences otherwise;</li>
+ * <li>{@code converge --hms URI --fe URL,URL --timeout S [--database D [--table T]]}: waits until
+ *     every fake FE's cache (the catalog's databases, tables and partitions in
+ *     {@code GET URL/_fetest/state}) equals the metastore's state read with the Hive client (with
+ *     {@code --database}, database D only: a sidecar whose catalog includes D alone leaves the
+ *     others as its first refresh found them; with {@code --table}, table D.T only); exit 1 with
+ *     the differences otherwise; {@code --timeout 0} looks once;</li>
  * <li>{@code master --http URL,URL}: prints the index of the member whose {@code /master} answers
  *     200 (exactly one must);</li>
  * <li>{@code full-refreshes --http URL,URL [--reason R]}: prints the sum of
@@ -67,7 +68,11 @@ public final class SidecarProbe {
     String catalog = a.value("catalog", "hive");
     int timeout = a.intValue("timeout", 120);
     String database = a.value("database", "");
+    String table = a.value("table", "");
     a.rejectUnknown();
+    if (!table.isEmpty() && database.isEmpty()) {
+      throw new IllegalArgumentException("--table needs --database");
+    }
     long deadline = System.nanoTime() + Duration.ofSeconds(timeout).toNanos();
     String last = "";
     while (true) {
@@ -79,6 +84,9 @@ public final class SidecarProbe {
       if (!database.isEmpty()) {
         truth = truth.path(database);
       }
+      if (!table.isEmpty()) {
+        truth = truth.path(table);
+      }
       StringBuilder diff = new StringBuilder();
       for (String fe : fes) {
         JsonNode got;
@@ -86,6 +94,9 @@ public final class SidecarProbe {
           got = feCache(JSON.readTree(get(fe + "/_fetest/state", 200)), catalog);
           if (!database.isEmpty()) {
             got = got.path(database);
+          }
+          if (!table.isEmpty()) {
+            got = got.path(table);
           }
         } catch (Exception e) {
           diff.append("  ").append(fe).append(": ").append(Workload.oneLine(e)).append('\n');
