@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms/message"
