@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // Self-heal by the smallest scope that holds a deterministic failure (SPEC §2).
@@ -64,12 +66,19 @@ type plannedHeal struct {
 	err   string
 }
 
-// poisonedEvent is an event that could not be decoded, attributed to objects.
+// poisonedEvent is an event that could not be decoded, attributed to objects,
+// and the changes that heal it (poisonHeals).
 type poisonedEvent struct {
-	id      int64
-	typ     string
-	objects []change.Object
-	err     error
+	id     int64
+	typ    string
+	header change.Object // the event header's names
+	heals  []change.Descriptor
+	err    error
+}
+
+// headerKept says whether the catalog syncs the table the event's header names.
+func (p poisonedEvent) headerKept(kept func(change.Descriptor) bool) bool {
+	return p.header.Table != "" && kept(change.Descriptor{Op: change.RefreshTable, DB: p.header.DB, Table: p.header.Table})
 }
 
 // healRecord is one heal a batch carries, reported once the batch is applied.
@@ -89,18 +98,20 @@ func newHealer(maxPerHour int) *healer {
 	return &healer{maxPerHour: maxPerHour}
 }
 
-// substitute returns the changes of a batch with every change of a planned
-// object, and every poisoned event, replaced by that object's refresh (once per
-// object, at its first change or event), and the heals that carries. kept is the
-// catalog's filter: a heal of an object the catalog does not sync is dropped.
-func (h *healer) substitute(changes []change.Descriptor, poisoned []poisonedEvent, kept func(change.Descriptor) bool) ([]change.Descriptor, []healRecord) {
+// substitute returns the changes of a batch with every poisoned event replaced,
+// in place, by its heals (poisonHeals), and the changes of planned objects by
+// that object's refresh, and the heals that carries. At table scope a table's
+// content changes (refreshes, partition changes) give way to its REFRESH_TABLE
+// while its name changes (register, unregister, rename) stay in place before
+// it: a table refresh does not change the FE's list of tables. At database
+// scope every table change of the database gives way to its REFRESH_DATABASE,
+// which reloads that list; database name changes stay. kept is the catalog's
+// filter: a heal of an object the catalog does not sync is dropped. needCatalog
+// is true when a heal the failure needs cannot be sent (the filter keeps the
+// event's table but not its database): only the catalog's refresh heals it.
+func (h *healer) substitute(changes []change.Descriptor, poisoned []poisonedEvent, kept func(change.Descriptor) bool) (out []change.Descriptor, heals []healRecord, needCatalog bool) {
 	if len(h.plan) == 0 && len(poisoned) == 0 {
-		return changes, nil
-	}
-	for _, p := range poisoned {
-		for _, o := range p.objects {
-			h.note(o, p.err.Error())
-		}
+		return changes, nil, false
 	}
 	s := substitution{h: h, kept: kept, emitted: map[change.Object]bool{}}
 	s.out = make([]change.Descriptor, 0, len(changes)+len(poisoned))
@@ -109,32 +120,58 @@ func (h *healer) substitute(changes []change.Descriptor, poisoned []poisonedEven
 		for ; next < len(poisoned) && poisoned[next].id <= c.EventID; next++ {
 			s.poison(poisoned[next])
 		}
-		if keys := h.covering(c); len(keys) > 0 {
-			for _, key := range keys {
-				s.heal(key, c.EventID, "")
-			}
-			continue
-		}
-		s.out = append(s.out, c)
+		s.change(c, "")
 	}
 	for ; next < len(poisoned); next++ {
 		s.poison(poisoned[next])
 	}
-	return s.out, s.records
+	return s.out, s.records, s.needCatalog
 }
 
 // substitution is one batch being rewritten by substitute.
 type substitution struct {
-	h       *healer
-	kept    func(change.Descriptor) bool
-	emitted map[change.Object]bool
-	out     []change.Descriptor
-	records []healRecord
+	h           *healer
+	kept        func(change.Descriptor) bool
+	emitted     map[change.Object]bool
+	out         []change.Descriptor
+	records     []healRecord
+	needCatalog bool
 }
 
+// change adds c, or the planned heals that replace it (eventType: the poison
+// event's type when c is one's heal).
+func (s *substitution) change(c change.Descriptor, eventType string) {
+	keys := s.h.covering(c)
+	if len(keys) == 0 {
+		s.out = append(s.out, c)
+		return
+	}
+	if !s.h.replaces(keys, c) {
+		s.out = append(s.out, c)
+	}
+	for _, key := range keys {
+		s.heal(key, c.EventID, eventType)
+	}
+}
+
+// poison adds a poisoned event's heals, each as a change of the event, and
+// records those no plan replaces.
 func (s *substitution) poison(p poisonedEvent) {
-	for _, o := range p.objects {
-		s.heal(s.h.key(o), p.id, p.typ)
+	for _, d := range p.heals {
+		if !s.kept(d) {
+			if d.Op == change.RefreshDatabase && p.headerKept(s.kept) {
+				s.needCatalog = true
+			}
+			continue
+		}
+		if len(s.h.covering(d)) > 0 {
+			s.change(d, p.typ)
+			continue
+		}
+		s.out = append(s.out, d)
+		for _, o := range d.Objects() {
+			s.records = append(s.records, healRecord{object: o, scope: scopeOf(o), eventID: p.id, eventType: p.typ, err: p.err.Error()})
+		}
 	}
 }
 
@@ -150,26 +187,75 @@ func (s *substitution) heal(key change.Object, eventID int64, eventType string) 
 		d = change.Descriptor{EventID: eventID, Op: change.RefreshDatabase, DB: key.DB}
 	}
 	if !s.kept(d) {
+		// A heal that cannot be sent: only the catalog's refresh is left.
+		s.needCatalog = true
 		return
 	}
 	s.out = append(s.out, d)
 	s.records = append(s.records, healRecord{object: key, scope: planned.scope, eventID: eventID, eventType: eventType, err: planned.err})
 }
 
-// note plans the heal of o at its narrowest scope, unless a wider one is planned.
-func (h *healer) note(o change.Object, why string) {
-	if h.plan == nil {
-		h.plan = map[change.Object]plannedHeal{}
+// replaces says whether the planned heals keys take c's place: a content change
+// of a planned table, or any table change of a planned database.
+func (h *healer) replaces(keys []change.Object, c change.Descriptor) bool {
+	if c.Op.DatabaseLevel() {
+		return false
 	}
-	key := h.key(o)
-	if _, ok := h.plan[key]; ok {
-		return
+	for _, key := range keys {
+		if h.plan[key].scope == healDatabase {
+			return true
+		}
 	}
-	scope := healTable
-	if key.Table == "" {
-		scope = healDatabase
+	switch c.Op {
+	case change.RegisterTable, change.UnregisterTable, change.RenameTable:
+		return false
 	}
-	h.plan[key] = plannedHeal{scope: scope, err: why}
+	return true
+}
+
+func scopeOf(o change.Object) healScope {
+	if o.Table == "" {
+		return healDatabase
+	}
+	return healTable
+}
+
+// poisonHeals are the changes that heal an event that could not be decoded,
+// attributed to objs: what the event would have meant where its type says so
+// (a table or database created, dropped or renamed: the FE's lists change too),
+// else a refresh of each object.
+func poisonHeals(id int64, typ string, objs []change.Object) []change.Descriptor {
+	one := func(op change.Op, o change.Object) []change.Descriptor {
+		return []change.Descriptor{{EventID: id, Op: op, DB: o.DB, Table: o.Table}}
+	}
+	if len(objs) == 1 && objs[0].Table == "" {
+		switch typ {
+		case message.EventCreateDatabase:
+			return one(change.RegisterDatabase, objs[0])
+		case message.EventDropDatabase:
+			return one(change.UnregisterDatabase, objs[0])
+		}
+		return one(change.RefreshDatabase, objs[0])
+	}
+	switch {
+	case typ == message.EventCreateTable && len(objs) == 1:
+		return one(change.RegisterTable, objs[0])
+	case typ == message.EventDropTable && len(objs) == 1:
+		return one(change.UnregisterTable, objs[0])
+	case typ == message.EventAlterTable && len(objs) == 2:
+		// Attribute names the table after the change first, then the one
+		// before it.
+		return []change.Descriptor{{EventID: id, Op: change.RenameTable, DB: objs[1].DB, Table: objs[1].Table, DBAfter: objs[0].DB, TableAfter: objs[0].Table}}
+	}
+	var out []change.Descriptor
+	for _, o := range objs {
+		op := change.RefreshTable
+		if o.Table == "" {
+			op = change.RefreshDatabase
+		}
+		out = append(out, change.Descriptor{EventID: id, Op: op, DB: o.DB, Table: o.Table})
+	}
+	return out
 }
 
 // key is the plan's entry that covers o: its database's when the database is
@@ -183,9 +269,12 @@ func (h *healer) key(o change.Object) change.Object {
 
 // covering lists the planned heals that cover change c (both sides of a rename).
 func (h *healer) covering(c change.Descriptor) []change.Object {
+	if len(h.plan) == 0 {
+		return nil
+	}
 	var keys []change.Object
 	for _, o := range c.Objects() {
-		if key := h.key(o); h.plan[key].scope != 0 {
+		if key := h.key(o); h.plan[key].scope != 0 && !slices.Contains(keys, key) {
 			keys = append(keys, key)
 		}
 	}
@@ -194,20 +283,22 @@ func (h *healer) covering(c change.Descriptor) []change.Object {
 
 // escalate plans the heal of the objects the FE refused (why): each at table
 // scope, or a level up when its heal was what the FE refused. It reports false
-// when that leaves only the catalog: a refused database heal, or more objects
-// than a batch heals one by one.
-func (h *healer) escalate(objects []change.Object, why string) bool {
+// when that leaves only the catalog: a refused database heal, a database heal
+// the catalog's filter does not keep (kept), or more objects than a batch heals
+// one by one.
+func (h *healer) escalate(objects []change.Object, why string, kept func(change.Descriptor) bool) bool {
 	if h.plan == nil {
 		h.plan = map[change.Object]plannedHeal{}
 	}
 	for _, o := range objects {
 		db := change.Object{DB: o.DB}
+		database := o.Table == "" || h.plan[o].scope != 0
 		switch {
 		case h.plan[db].scope != 0:
 			return false
-		case o.Table == "":
-			h.plan[db] = plannedHeal{scope: healDatabase, err: why}
-		case h.plan[o].scope != 0:
+		case database && !kept(change.Descriptor{Op: change.RefreshDatabase, DB: o.DB}):
+			return false
+		case database:
 			delete(h.plan, o)
 			h.plan[db] = plannedHeal{scope: healDatabase, err: why}
 		default:

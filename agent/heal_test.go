@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,14 +16,27 @@ import (
 
 // Unit tests of self-heal by the smallest scope (heal.go), through the ports.
 
-// attributingDecoder is a memDecoder whose POISON events are attributed as the
-// production decoder attributes them: to the header's table, and for a rename
-// also to the table before it (which these tests carry in Message).
+// attributingDecoder is a memDecoder whose POISON events, and events of any type
+// whose Format is "poison", cannot be decoded and are attributed as the
+// production decoder attributes them: to the header's table (its database when
+// the header names no table), and for a rename also to the table before it
+// (which these tests carry in Message).
 type attributingDecoder struct{ memDecoder }
+
+func (attributingDecoder) Decode(ev message.Event) ([]change.Descriptor, error) {
+	if ev.Format == "poison" {
+		return nil, errors.New("poison")
+	}
+	return memDecoder{}.Decode(ev)
+}
 
 func (attributingDecoder) Attribute(ev message.Event) []change.Object {
 	if ev.DB == "" {
 		return nil
+	}
+	if ev.Table == "" || (ev.Type == message.EventAlterTable && ev.Message == "") {
+		// No table, or an ALTER_TABLE whose old name cannot be read.
+		return []change.Object{{DB: ev.DB}}
 	}
 	objs := []change.Object{{DB: ev.DB, Table: ev.Table}}
 	if ev.Message != "" {
@@ -33,10 +47,19 @@ func (attributingDecoder) Attribute(ev message.Event) []change.Object {
 
 // addEvent appends one event of typ naming db.table (old: a rename's old table).
 func (m *memLog) addEvent(typ, db, table, old string) int64 {
+	return m.addFormat(typ, "", db, table, old)
+}
+
+// addPoison appends an event of typ that cannot be decoded.
+func (m *memLog) addPoison(typ, db, table, old string) int64 {
+	return m.addFormat(typ, "poison", db, table, old)
+}
+
+func (m *memLog) addFormat(typ, format, db, table, old string) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := m.current() + 1
-	m.events = append(m.events, message.Event{ID: id, Type: typ, DB: db, Table: table, Message: old})
+	m.events = append(m.events, message.Event{ID: id, Type: typ, Format: format, DB: db, Table: table, Message: old})
 	return id
 }
 
@@ -48,7 +71,11 @@ func (f *memFE) appliedChanges() []string {
 	var out []string
 	for _, b := range f.batches {
 		for _, c := range b.Changes {
-			out = append(out, fmt.Sprintf("%s %s.%s@%d", c.Op, c.DB, c.Table, c.EventID))
+			s := fmt.Sprintf("%s %s.%s@%d", c.Op, c.DB, c.Table, c.EventID)
+			if c.Op == change.RenameTable {
+				s = fmt.Sprintf("%s %s.%s>%s.%s@%d", c.Op, c.DB, c.Table, c.DBAfter, c.TableAfter, c.EventID)
+			}
+			out = append(out, s)
 		}
 	}
 	return out
@@ -238,15 +265,57 @@ func TestRefusedHealEscalatesToTheDatabaseThenTheCatalog(t *testing.T) {
 	}
 }
 
-// An undecodable rename heals both names.
+// An undecodable rename heals both names: the FE is told the rename (its list of
+// tables changes too), and a table created or dropped by an undecodable event is
+// registered or unregistered, not merely refreshed. Good name changes of the
+// same batch stay as they are.
 func TestPoisonRenameRefreshesBothNames(t *testing.T) {
 	t.Parallel()
 	r, log := healRig(t, applier.ScopeLocal, "m0", rigOpts{})
-	poison := log.addEvent("POISON", "db", "new", "old")
+	rename := log.addPoison(message.EventAlterTable, "db", "new", "old")
+	create := log.addPoison(message.EventCreateTable, "db", "c", "")
+	drop := log.addPoison(message.EventDropTable, "db", "d", "")
 	r.runHealing(10)
-	want := []string{fmt.Sprintf("REFRESH_TABLE db.new@%d", poison), fmt.Sprintf("REFRESH_TABLE db.old@%d", poison)}
+	want := []string{fmt.Sprintf("RENAME_TABLE db.old>db.new@%d", rename), fmt.Sprintf("REGISTER_TABLE db.c@%d", create), fmt.Sprintf("UNREGISTER_TABLE db.d@%d", drop)}
 	if got := r.fe.appliedChanges(); !slices.Equal(got, want) || r.fe.refreshes() != 0 {
 		t.Fatalf("the FE applied %v and %d full refreshes; want %v and none", got, r.fe.refreshes(), want)
+	}
+}
+
+// A heal the catalog's include patterns do not let through (a database refresh
+// for a catalog that syncs one of its tables) is not silently dropped: the
+// catalog is refreshed, and nothing is left planned to drop later changes.
+func TestHealOutsideTheFilterRefreshesTheCatalog(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		setup func(r *rig, log *memLog)
+	}{
+		{"a poison ALTER_TABLE without its old name", func(r *rig, log *memLog) {
+			log.addPoison(message.EventAlterTable, "db", "bad", "") // attributed to db
+		}},
+		{"the FE refusing the table and its heal", func(r *rig, log *memLog) {
+			fe := &rejectingFE{refuse: map[change.Object]bool{{DB: "db", Table: "bad"}: true}}
+			r.fe.beforeApply = fe.check
+			log.addEvent("ALTER_PARTITION", "db", "bad", "")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, log := healRig(t, applier.ScopeLocal, "m0", rigOpts{})
+			r.l.cat.Include = []*regexp.Regexp{regexp.MustCompile(`^(?:db\.bad)$`)}
+			tc.setup(r, log)
+			r.runHealing(10)
+			if n := r.fe.refreshes(); n != 1 {
+				t.Fatalf("%d full refreshes; want one: the database heal is outside the include patterns", n)
+			}
+			r.fe.beforeApply = nil
+			good := log.addEvent("ALTER_PARTITION", "db", "bad", "")
+			r.runHealing(10)
+			if got := r.fe.appliedChanges(); !slices.Contains(got, fmt.Sprintf("REFRESH_TABLE db.bad@%d", good)) {
+				t.Fatalf("a later good event of db.bad was not applied (%v): a heal plan outlived its batch", got)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,7 +161,9 @@ func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) err
 			if len(objs) == 0 {
 				return pe
 			}
-			d.poisoned = append(d.poisoned, poisonedEvent{id: ev.ID, typ: ev.Type, objects: objs, err: pe})
+			d.poisoned = append(d.poisoned, poisonedEvent{id: ev.ID, typ: ev.Type, err: pe,
+				header: change.Object{DB: strings.ToLower(ev.DB), Table: strings.ToLower(ev.Table)},
+				heals:  poisonHeals(ev.ID, ev.Type, objs)})
 			continue
 		}
 		kept := false
@@ -178,6 +181,19 @@ func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) err
 	}
 	l.rec.decodedIn(time.Since(start))
 	return nil
+}
+
+// healOutsideFilter is the failure of a batch whose heal the catalog's include
+// and exclude patterns do not let through (a database refresh for a catalog that
+// syncs some of its tables): deterministic and attributed to nothing, it heals
+// the catalog.
+func (l *catalogLoop) healOutsideFilter(poisoned []poisonedEvent) error {
+	err := errors.New("the database refresh that would heal it is outside the catalog's include and exclude patterns")
+	if len(poisoned) > 0 {
+		p := poisoned[0]
+		return &poisonError{eventID: p.id, eventType: p.typ, err: fmt.Errorf("%w (%v)", err, p.err)}
+	}
+	return &poisonError{err: err}
 }
 
 // attribute names the objects an undecodable event concerns (nil: none, or a
@@ -248,11 +264,15 @@ func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64) er
 	for _, p := range d.poisoned {
 		l.rec.poisoned(p.typ)
 	}
-	changes, heals := l.heal.substitute(d.changes, d.poisoned, l.keep)
+	changes, heals, needCatalog := l.heal.substitute(d.changes, d.poisoned, l.keep)
+	if needCatalog {
+		return l.healOutsideFilter(d.poisoned)
+	}
 	b := change.Batch{Catalog: l.cat.Name, From: l.cursor.Value(), To: to, Changes: changes}
 	if err := l.applyBatch(ctx, b); err != nil {
 		return err
 	}
+	l.heal.forget() // the batch is applied: what was planned for it is spent
 	l.healed(heals)
 	l.rec.eventsCovered(d)
 	return nil

@@ -166,7 +166,7 @@ func (l *catalogLoop) selfHeal(err error, bo *retry.Delay) time.Duration {
 			l.rec.retried("deterministic")
 			return bo.Next()
 		}
-		if len(ae.objects) > 0 && l.heal.escalate(ae.objects, heal.err) {
+		if len(ae.objects) > 0 && l.heal.escalate(ae.objects, heal.err, l.keep) {
 			l.log.Warn("FE refused changes of the objects it names: the next step refreshes just those instead (a refused table heal escalates to its database, a refused database heal to the catalog)",
 				append(fields, zap.Stringers("objects", objectNames(ae.objects)))...)
 			return 0

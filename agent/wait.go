@@ -224,7 +224,11 @@ func (a *Agent) wait(w http.ResponseWriter, r *http.Request, start time.Time) (i
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return http.StatusMethodNotAllowed, WaitResult{Error: "method " + r.Method + ": want GET"}
 	}
-	p, err := parseWait(r.URL.Query(), a.waits.maxTimeout)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return http.StatusBadRequest, WaitResult{Error: "the query cannot be parsed: " + err.Error()}
+	}
+	p, err := parseWait(q, a.waits.maxTimeout)
 	if err != nil {
 		return http.StatusBadRequest, WaitResult{Error: err.Error()}
 	}
@@ -277,10 +281,17 @@ func (l *catalogLoop) waitFor(ctx, req context.Context, p waitParams, res WaitRe
 	// A cluster-scope request needs the other members' cursors; a watch that
 	// cannot read them within waitMembersRead makes it 503, not a hang.
 	var membersBy <-chan time.Time
+	timedOut := ctx.Done()
 	if p.scope == scopeCluster && !b.replicated {
 		t := time.NewTimer(waitMembersRead)
 		defer t.Stop()
 		membersBy = t.C
+		if _, _, known := b.progress(p.scope); !known {
+			// The request's timeout counts from the first read of the
+			// members (bounded by waitMembersRead): timeout=0 still looks
+			// at them once.
+			timedOut = nil
+		}
 	}
 	answer := func(code int, t waitTarget, applied int64) (int, WaitResult) {
 		res.Target, res.Applied = &t.target, &applied
@@ -309,15 +320,21 @@ func (l *catalogLoop) waitFor(ctx, req context.Context, p waitParams, res WaitRe
 			}
 			select {
 			case <-w.woke:
+				if _, _, known := b.progress(p.scope); known {
+					timedOut = ctx.Done()
+				}
 			case <-membersBy:
-				membersBy = nil
+				membersBy, timedOut = nil, ctx.Done()
 				if err := b.membersNotFresh(); err != nil {
 					b.dequeue(p.scope, w)
 					res.Error = "cannot read the other members' cursors from etcd: " + err.Error()
 					return answer(http.StatusServiceUnavailable, t, applied)
 				}
 				b.dequeue(p.scope, w)
-			case <-ctx.Done():
+			case <-req.Done():
+				b.dequeue(p.scope, w)
+				return 0, res
+			case <-timedOut:
 				b.dequeue(p.scope, w)
 				if req.Err() != nil {
 					return 0, res
@@ -340,7 +357,9 @@ func (l *catalogLoop) readTarget(ctx context.Context, p waitParams) (waitTarget,
 		return waitTarget{}, fmt.Errorf("the committed master cursor cannot be read from etcd: %w", err)
 	}
 	m, _ := l.watch.latest()
-	cctx, cancel := context.WithTimeout(ctx, waitCallTimeout)
+	// Not cancelled with the request: the metastore connection is the sync
+	// loop's, and a call abandoned mid-way drops it. The deadline bounds it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitCallTimeout)
 	n, err := l.cat.Source.CurrentEventID(cctx)
 	cancel()
 	if err != nil {
@@ -381,15 +400,17 @@ func (l *catalogLoop) narrowTarget(ctx context.Context, p waitParams, t waitTarg
 	if !known || epoch != t.epoch || after < 0 || after >= t.target {
 		return t.target
 	}
-	cctx, cancel := context.WithTimeout(ctx, waitCallTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitCallTimeout) // as readTarget's
 	f, err := ds.NextEventsOfDatabases(cctx, after, waitNarrowLimit, l.cat.SkipEventTypes, []string{p.db})
 	cancel()
 	if err == nil && f.Databases == 0 {
 		l.board.unfiltered.Store(true)
 	}
-	if err != nil || f.Databases == 0 || f.Last < t.target {
-		// Unfiltered (the metastore ignores the filter), incomplete up to
-		// the target, or failed: the whole log's target.
+	if err != nil || f.Databases == 0 || f.Continuity != hms.Contiguous || f.Last < t.target {
+		// Unfiltered (the metastore ignores the filter), not contiguous
+		// with what the scope applied (events were cleaned: what is left
+		// says nothing of those), incomplete up to the target, or failed:
+		// the whole log's target.
 		return t.target
 	}
 	newest := after

@@ -181,6 +181,7 @@ func TestWaitParametersAreCheckedAndTheMessageNamesThem(t *testing.T) {
 		{"catalog=hive&catalog=hive", 400, []string{"catalog", "2 times"}},
 		{"catalog=hive&tabel=t", 400, []string{`"tabel"`, "unknown parameter"}},
 		{"catalog=iceberg", 404, []string{`"iceberg"`, "not served"}},
+		{"catalog=hive&timeout=%zz", 400, []string{"query", "cannot be parsed"}},
 	} {
 		a := r.wait(context.Background(), c.query)
 		if a.code != c.code {
@@ -193,8 +194,8 @@ func TestWaitParametersAreCheckedAndTheMessageNamesThem(t *testing.T) {
 			}
 		}
 	}
-	if got := r.waitResults("error"); got != 15 {
-		t.Errorf("hmssync_wait_requests_total{result=error} = %v after 15 refused requests", got)
+	if got := r.waitResults("error"); got != 16 {
+		t.Errorf("hmssync_wait_requests_total{result=error} = %v after 16 refused requests", got)
 	}
 	req := httptest.NewRequest(http.MethodPost, "/v1/wait?catalog=hive", nil)
 	rec := httptest.NewRecorder()
