@@ -11,7 +11,7 @@ import (
 )
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "hmssync",
 		Usage: "keep Apache Doris frontends in step with a Hive Metastore",
 		Commands: []*cli.Command{
@@ -29,6 +29,8 @@ func newApp() *cli.App {
 		// Errors are printed once, by main, so that every command fails the same way.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+	guardArgs(app)
+	return app
 }
 
 func main() {
