@@ -26,6 +26,9 @@ func newApp() *cli.App {
 			checkCommand(),
 			versionCommand(),
 		},
+		Flags:       []cli.Flag{versionFlag},
+		HideVersion: true, // versionFlag instead
+		Action:      rootAction,
 		// Errors are printed once, by main, so that every command fails the same way.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
