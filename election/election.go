@@ -50,7 +50,8 @@ type Config struct {
 	GateGrace time.Duration
 	// GateInterval is how often CanLead is polled.
 	GateInterval time.Duration
-	// Logger receives role changes and etcd trouble; nil discards.
+	// Logger receives role changes and etcd trouble, with the member key
+	// (Name) added by the elector: pass one without it. nil discards.
 	Logger *zap.Logger
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,10 @@ func cursorCommand() *cli.Command {
 			}}
 	}
 	force := func() cli.Flag { return &cli.BoolFlag{Name: "force", Usage: "really change the cursor"} }
-	withEtcd := func(fs ...cli.Flag) []cli.Flag { return append(fs, etcdFlags()...) }
+	allowNew := func() cli.Flag {
+		return &cli.BoolFlag{Name: "allow-new", Usage: "accept a catalog that no member of the cluster has published yet"}
+	}
+	withEtcd := func(fs ...cli.Flag) []cli.Flag { return append(append(fs, allowNew()), etcdFlags()...) }
 	return &cli.Command{
 		Name:  "cursor",
 		Usage: "read or override a catalog's master cursor in etcd",
@@ -66,6 +70,9 @@ func cursorGet(c *cli.Context) error {
 		return err
 	}
 	defer cli.Close()
+	if err := knownCatalog(c, store); err != nil {
+		return err
+	}
 	cur, err := store.MasterCursor(c.Context, c.String("catalog"))
 	if err != nil {
 		return err
@@ -117,6 +124,9 @@ func setMasterCursor(c *cli.Context, value int64, effect string, led bool) error
 		return err
 	}
 	defer cli.Close()
+	if err := knownCatalog(c, store); err != nil {
+		return err
+	}
 	if !c.Bool("force") {
 		cur, err := store.MasterCursor(c.Context, catalog)
 		from := cur.String()
@@ -144,4 +154,27 @@ func setMasterCursor(c *cli.Context, value int64, effect string, led bool) error
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "%s -> %d\n", from, value)
 	return err
+}
+
+// knownCatalog refuses, unless --allow-new, a --catalog that the cluster does
+// not know (cursorstore.Catalogs): a typo would otherwise read as unset, or
+// create keys that no sidecar reads.
+func knownCatalog(c *cli.Context, store *cursorstore.Store) error {
+	if c.Bool("allow-new") {
+		return nil
+	}
+	catalog := c.String("catalog")
+	known, err := store.Catalogs(c.Context)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(known, catalog) {
+		return nil
+	}
+	list := "none yet"
+	if len(known) > 0 {
+		list = strings.Join(known, ", ")
+	}
+	return fmt.Errorf("no member of cluster %s has published catalog %s (catalogs: %s): check --catalog, "+
+		"or pass --allow-new for a catalog whose sidecars have not run yet", store.Root(), catalog, list)
 }

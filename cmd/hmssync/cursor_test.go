@@ -44,12 +44,12 @@ func TestCursorGetSetReset(t *testing.T) {
 		return string(resp.Kvs[0].Value)
 	}
 
-	if out, err := runCLI(t, ep, "cursor get", "--catalog", "hive"); err != nil || out != "unset\n" {
+	if out, err := runCLI(t, ep, "cursor get", "--catalog", "hive", "--allow-new"); err != nil || out != "unset\n" {
 		t.Fatalf("get on a fresh cluster: %q, %v; want unset", out, err)
 	}
 
 	// Without --force: refused, explained, nothing written.
-	_, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "48213")
+	_, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--allow-new", "48213")
 	if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), key) {
 		t.Fatalf("set without --force: %v; want a refusal naming --force and the key", err)
 	}
@@ -62,7 +62,7 @@ func TestCursorGetSetReset(t *testing.T) {
 
 	// With no sidecar running for the master role, nobody would take the
 	// value up: refused, explained, nothing written.
-	_, err = runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "48213")
+	_, err = runCLI(t, ep, "cursor set", "--catalog", "hive", "--allow-new", "--force", "48213")
 	if err == nil || !strings.Contains(err.Error(), "no member of the cluster campaigns") || !strings.Contains(err.Error(), "/hmssync/test/election/") {
 		t.Fatalf("set --force with no master: %v; want a refusal saying no member campaigns, naming the election prefix", err)
 	}
@@ -72,7 +72,7 @@ func TestCursorGetSetReset(t *testing.T) {
 
 	// A sidecar campaigns: the operator's value is written.
 	runMember(t, srv.NewClient(t), "fe-a")
-	if out, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--force", "48213"); err != nil || out != "unset -> 48213\n" {
+	if out, err := runCLI(t, ep, "cursor set", "--catalog", "hive", "--allow-new", "--force", "48213"); err != nil || out != "unset -> 48213\n" {
 		t.Fatalf("set --force: %q, %v", out, err)
 	}
 	if got := stored(); got != "48213" {
@@ -140,4 +140,48 @@ func runMember(t *testing.T, cli *clientv3.Client, name string) {
 		}
 	})
 	testutil.Await(t, 10*time.Second, name+" master", func() (bool, string) { return el.IsMaster(), "" })
+}
+
+// TestCursorCommandsRefuseACatalogNoMemberPublished: a --catalog that no key
+// of the cluster names (a typo) is refused by get, set and reset, listing the
+// catalogs that exist and writing nothing; a catalog named only in a member's
+// status is known; --allow-new lets a new name through.
+func TestCursorCommandsRefuseACatalogNoMemberPublished(t *testing.T) {
+	srv := etcdtest.New(t)
+	ep := srv.Endpoints()[0]
+	ctx := context.Background()
+	if _, err := srv.Client.Put(ctx, "/hmssync/test/catalogs/hive/cursor", "5"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client.Put(ctx, "/hmssync/test/members/fe-a/status", `{"member":"fe-a","role":"follower","catalogs":{"ice":{"cursor":3}}}`); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{
+		{"cursor get", "--catalog", "nosuch"},
+		{"cursor reset", "--catalog", "hvie", "--force"},
+		{"cursor reset", "--catalog", "hvie"},
+		{"cursor set", "--catalog", "hvie", "--force", "3"},
+	} {
+		_, err := runCLI(t, ep, bad[0], bad[1:]...)
+		if err == nil || !strings.Contains(err.Error(), "no member of cluster /hmssync/test has published catalog "+bad[2]) ||
+			!strings.Contains(err.Error(), "(catalogs: hive, ice)") || !strings.Contains(err.Error(), "--allow-new") {
+			t.Errorf("%v: %v; want a refusal naming the catalog, listing hive and ice and --allow-new", bad, err)
+		}
+	}
+	resp, err := srv.Client.Get(ctx, "/hmssync/test/catalogs/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Errorf("refused commands left %d keys under catalogs/; want only hive's cursor", len(resp.Kvs))
+	}
+	if out, err := runCLI(t, ep, "cursor get", "--catalog", "ice"); err != nil || out != "unset\n" {
+		t.Errorf("get of a catalog named in a member status: %q, %v; want unset", out, err)
+	}
+	if out, err := runCLI(t, ep, "cursor get", "--catalog", "nosuch", "--allow-new"); err != nil || out != "unset\n" {
+		t.Errorf("get --allow-new: %q, %v; want unset", out, err)
+	}
+	if out, err := runCLI(t, ep, "cursor reset", "--catalog", "new", "--allow-new", "--force"); err != nil || out != "unset -> -1\n" {
+		t.Errorf("reset --allow-new --force: %q, %v", out, err)
+	}
 }

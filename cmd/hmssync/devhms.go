@@ -65,6 +65,10 @@ func runDevHMS(c *cli.Context) error {
 		}
 		if loaded {
 			fmt.Fprintf(c.App.ErrWriter, "state loaded from %s: current event id %d\n", stateDir, srv.CurrentEventID())
+		} else if err := srv.SaveStateDir(stateDir); err != nil {
+			// Saved at once, so that the db uuid survives a restart even
+			// before the log first moves.
+			return fmt.Errorf("--state %s: %w", stateDir, err)
 		}
 	}
 	if f := c.String("tls"); f != "" {

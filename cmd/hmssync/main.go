@@ -11,7 +11,7 @@ import (
 )
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "hmssync",
 		Usage: "keep Apache Doris frontends in step with a Hive Metastore",
 		Commands: []*cli.Command{
@@ -26,9 +26,14 @@ func newApp() *cli.App {
 			checkCommand(),
 			versionCommand(),
 		},
+		Flags:       []cli.Flag{versionFlag},
+		HideVersion: true, // versionFlag instead
+		Action:      rootAction,
 		// Errors are printed once, by main, so that every command fails the same way.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+	guardArgs(app)
+	return app
 }
 
 func main() {

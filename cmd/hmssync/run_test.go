@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
@@ -87,7 +88,8 @@ http: {listen: %q}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sidecar.Run(ctx, cfg, sec, zap.NewNop(), zap.NewAtomicLevel(), buildVersion()) }()
+	logCore, logs := observer.New(zap.InfoLevel)
+	go func() { done <- sidecar.Run(ctx, cfg, sec, zap.New(logCore), zap.NewAtomicLevel(), buildVersion()) }()
 	defer func() { cancel(); <-done }()
 
 	get := func(path string) (int, string) {
@@ -167,6 +169,23 @@ http: {listen: %q}
 	}
 	if code, body := get("/log/level"); code != 200 || !strings.Contains(body, "info") {
 		t.Errorf("/log/level: %d %s", code, body)
+	}
+
+	// Every line names the member once (a logger built with it twice writes
+	// the key twice); the election says when it became master.
+	if logs.FilterLoggerName("election").FilterMessage("became master").Len() == 0 {
+		t.Error("no election log line \"became master\"")
+	}
+	for _, e := range logs.All() {
+		n := 0
+		for _, f := range e.Context {
+			if f.Key == "member" {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Errorf("%s %q carries the member key %d times", e.LoggerName, e.Message, n)
+		}
 	}
 
 	start := time.Now()

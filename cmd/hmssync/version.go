@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
@@ -57,16 +58,30 @@ func buildVersion() string { return readBuildInfo().Version }
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print the hmssync version, the commit it was built from and the Go version",
-		Action: func(c *cli.Context) error {
-			b := readBuildInfo()
-			dirty := ""
-			if b.Modified {
-				dirty = " (modified)"
-			}
-			_, err := fmt.Fprintf(c.App.Writer, "hmssync %s\ncommit %s%s\ngo %s\n", b.Version, b.Commit, dirty, b.GoVersion)
-			return err
-		},
+		Name:   "version",
+		Usage:  "print the hmssync version, the commit it was built from and the Go version",
+		Action: func(c *cli.Context) error { return printVersion(c.App.Writer) },
 	}
+}
+
+// versionFlag is the root's --version (-v): it prints what `hmssync version`
+// prints (urfave/cli's own version flag prints a single line of its own).
+var versionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version (as hmssync version does)"}
+
+// rootAction runs for `hmssync` without a command: --version, else the help.
+func rootAction(c *cli.Context) error {
+	if c.Bool(versionFlag.Name) {
+		return printVersion(c.App.Writer)
+	}
+	return cli.ShowAppHelp(c)
+}
+
+func printVersion(w io.Writer) error {
+	b := readBuildInfo()
+	dirty := ""
+	if b.Modified {
+		dirty = " (modified)"
+	}
+	_, err := fmt.Fprintf(w, "hmssync %s\ncommit %s%s\ngo %s\n", b.Version, b.Commit, dirty, b.GoVersion)
+	return err
 }

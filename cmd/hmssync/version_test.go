@@ -23,5 +23,16 @@ func TestVersionPrintsTheLinkedVersionAndCommit(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("got  %q\nwant %q", out.String(), want)
 	}
-
+	// --version and -v print the same.
+	for _, flag := range []string{"--version", "-v"} {
+		app := newApp()
+		var out bytes.Buffer
+		app.Writer = &out
+		if err := app.Run([]string{"hmssync", flag}); err != nil {
+			t.Fatalf("hmssync %s: %v", flag, err)
+		}
+		if out.String() != want {
+			t.Errorf("hmssync %s: got %q\nwant %q", flag, out.String(), want)
+		}
+	}
 }

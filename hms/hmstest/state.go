@@ -21,6 +21,10 @@ type savedState struct {
 	NextTxnID   int64           `json:"next_txn_id"`
 	Events      []message.Event `json:"events"`
 	Databases   []savedDB       `json:"databases"`
+	// MetastoreUUID is the db uuid ("" when the server offers none), kept so
+	// that a restarted server is the same metastore to a sidecar; absent in a
+	// state saved without it, which leaves the loading server's own uuid.
+	MetastoreUUID *string `json:"metastore_db_uuid,omitempty"`
 }
 
 type savedDB struct {
@@ -47,7 +51,9 @@ type savedPartition struct {
 func (s *Server) SaveState(w io.Writer) error {
 	s.model.mu.Lock()
 	s.log.mu.Lock()
-	st := savedState{Version: stateVersion, NextEventID: s.log.next, NextTxnID: s.model.nextTxn, Events: append([]message.Event{}, s.log.events...)}
+	uuid := s.log.uuid
+	st := savedState{Version: stateVersion, NextEventID: s.log.next, NextTxnID: s.model.nextTxn, Events: append([]message.Event{}, s.log.events...),
+		MetastoreUUID: &uuid}
 	s.log.mu.Unlock()
 	for _, d := range s.model.dbs {
 		sd := savedDB{Name: d.name}
@@ -116,5 +122,8 @@ func (s *Server) LoadState(r io.Reader) error {
 	defer s.log.mu.Unlock()
 	s.model.dbs, s.model.nextTxn = dbs, st.NextTxnID
 	s.log.events, s.log.next = st.Events, st.NextEventID
+	if st.MetastoreUUID != nil {
+		s.log.uuid = *st.MetastoreUUID
+	}
 	return nil
 }

@@ -64,3 +64,34 @@ func TestLoadStateRefusesABadStateAndKeepsItsOwn(t *testing.T) {
 		t.Errorf("after refused loads: databases %v, current id %d; want [kept] and 1", got, s.CurrentEventID())
 	}
 }
+
+// A server restarted from a state directory keeps the db uuid it had, so that
+// a sidecar sees the same metastore (no new epoch, no full refresh); one that
+// offered none still offers none.
+func TestStateDirKeepsTheMetastoreUUID(t *testing.T) {
+	dir := t.TempDir()
+	a := hmstest.NewServer()
+	defer a.Close()
+	must(t, a.CreateDatabase("d"))
+	must(t, a.SaveStateDir(dir))
+
+	b := hmstest.NewServer()
+	defer b.Close()
+	if ok, err := b.LoadStateDir(dir); err != nil || !ok {
+		t.Fatalf("load: %v, %v", ok, err)
+	}
+	if a.MetastoreUUID() == "" || b.MetastoreUUID() != a.MetastoreUUID() {
+		t.Fatalf("restarted server's db uuid %q, want the saved %q", b.MetastoreUUID(), a.MetastoreUUID())
+	}
+
+	a.SetMetastoreUUID("")
+	must(t, a.SaveStateDir(dir))
+	c := hmstest.NewServer()
+	defer c.Close()
+	if _, err := c.LoadStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.MetastoreUUID(); got != "" {
+		t.Fatalf("restarted server offers db uuid %q; the saved one offered none", got)
+	}
+}

@@ -73,7 +73,7 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		Client: cli, Prefix: store.ElectionPrefix(), Name: cfg.Member,
 		LeaseTTL: cfg.Etcd.LeaseTTL, RequestTimeout: cfg.Etcd.RequestTimeout,
 		CanLead: health.Healthy, GateGrace: cfg.FE.UnhealthyGrace,
-		Logger: log.Named("election").With(zap.String("member", cfg.Member)),
+		Logger: log.Named("election"), // the elector adds the member key itself
 	})
 	if err != nil {
 		return nil, fmt.Errorf("election: %w", err)
