@@ -21,7 +21,7 @@ import (
 // production decoder attributes them: to the header's table (its database when
 // the header names no table), and for a rename also to the table before it
 // (which these tests carry in Message).
-type attributingDecoder struct{ memDecoder }
+type attributingDecoder struct{}
 
 func (attributingDecoder) Decode(ev message.Event) ([]change.Descriptor, error) {
 	if ev.Format == "poison" {
