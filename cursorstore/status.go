@@ -93,6 +93,9 @@ type MemberCatalog struct {
 	// Lag is the master cursor minus Cursor, nil when either is unknown.
 	Lag       *int64 `json:"lag"`
 	LastError string `json:"last_error,omitempty"`
+	// LastErrorTime is when LastError happened. The member stops publishing
+	// an error once the catalog has applied a batch after it.
+	LastErrorTime time.Time `json:"last_error_time,omitzero"`
 	// SelfHeals, LastHeal and LastHealTime are the member's self-heals of the
 	// catalog (CatalogProgress).
 	SelfHeals    int       `json:"self_heals,omitempty"`
@@ -214,7 +217,7 @@ func (b *statusBuild) add(kv *mvccpb.KeyValue) {
 		for name, c := range st.Catalogs {
 			mc := m.Catalogs[name]
 			v := c.Cursor
-			mc.Cursor, mc.LastError = &v, c.LastError
+			mc.Cursor, mc.LastError, mc.LastErrorTime = &v, c.LastError, c.LastErrorTime
 			mc.SelfHeals, mc.LastHeal, mc.LastHealTime = c.SelfHeals, c.LastHeal, c.LastHealTime
 			m.Catalogs[name] = mc
 		}
