@@ -210,9 +210,11 @@ func (a *Agent) memberStatus() cursorstore.MemberStatus {
 	s := a.Status()
 	ms := cursorstore.MemberStatus{Member: s.Member, Role: s.Role, FEURL: s.FE.URL, Version: s.Version, Catalogs: map[string]cursorstore.CatalogProgress{}}
 	for _, c := range s.Catalogs {
-		cs := cursorstore.CatalogProgress{Cursor: c.Cursor, Lag: c.LagEvents, LastError: c.LastError, SelfHeals: c.SelfHeals}
-		if c.LastErrorAt != nil {
-			cs.LastErrorTime = *c.LastErrorAt
+		cs := cursorstore.CatalogProgress{Cursor: c.Cursor, Lag: c.LagEvents, SelfHeals: c.SelfHeals}
+		// The last error is published until the catalog applies a batch
+		// after it: `hmssync status` shows what still matters.
+		if c.LastErrorAt != nil && (c.LastAppliedAt == nil || !c.LastAppliedAt.After(*c.LastErrorAt)) {
+			cs.LastError, cs.LastErrorTime = c.LastError, *c.LastErrorAt
 		}
 		if n := len(c.LastHeals); n > 0 {
 			cs.LastHeal, cs.LastHealTime = c.LastHeals[n-1].summary(), c.LastHeals[n-1].At

@@ -74,6 +74,11 @@ const (
 // errLostLeadership ends a master step whose term ended under it.
 var errLostLeadership = errors.New("mastership lost")
 
+// errCursorChangedUnder ends a master step whose commit found the committed
+// cursor changed by someone else during the step: an operator's cursor set or
+// reset, which the next cycle takes up (syncCommitBase).
+var errCursorChangedUnder = errors.New("the master cursor was changed in etcd during the step")
+
 func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	log := a.log.With(zap.String("catalog", cat.Name))
 	rec := newRecorder(a.m, cat.Name)

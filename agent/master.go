@@ -345,6 +345,12 @@ func (l *catalogLoop) commitFailed(value int64, err error) error {
 		l.elector.StepDown("fenced cursor commit refused: " + err.Error())
 		return errLostLeadership
 	}
+	if reason == "conflict" {
+		// Only this master and an operator write the key during its term.
+		l.log.Info("master cursor changed in etcd during this step (an operator's cursor set or reset): this commit is dropped and the next cycle takes up the operator's value",
+			zap.Int64("cursor", value), zap.Error(err))
+		return fmt.Errorf("commit master cursor %d: %w: %w", value, errCursorChangedUnder, err)
+	}
 	return fmt.Errorf("commit master cursor %d (%s): %w", value, reason, err)
 }
 

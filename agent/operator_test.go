@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,6 +175,13 @@ func TestOperatorSetDuringMasterApplyWins(t *testing.T) {
 	}
 	h.checkOperatorCommits(commitsBefore, n, cur)
 	checkSetLogged(t, m, held.To, n)
+	// The refused commit is the operator's write showing, not a failure.
+	if got := m.logs.FilterMessage("transient failure; retrying in place").All(); len(got) != 0 {
+		t.Errorf("the master logged the operator's write as a transient failure: %v", got[0].ContextMap())
+	}
+	if st := m.catalogStatus(); strings.Contains(st.LastError, cursorstore.ErrConflict.Error()) {
+		t.Errorf("the master's last error is the operator's write: %q", st.LastError)
+	}
 }
 
 // A member that takes over behind the committed cursor (its FE was failing)

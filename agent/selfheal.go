@@ -111,6 +111,11 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 		// as the role changes, and keeps a refused commit from spinning.
 		return 100 * time.Millisecond
 	}
+	if errors.Is(err, errCursorChangedUnder) {
+		// An operator's write, logged as such by commitFailed: not a failure
+		// of this member, and the next cycle starts from the new value.
+		return 0
+	}
 	l.rec.failed(err, class)
 	switch class {
 	case classDeterministic:

@@ -19,6 +19,7 @@ const DefaultPrefix = "/hmssync"
 //	root/members/<member>/cursors/<c>  a member's own cursor, decimal, durable
 //	root/members/<member>/epochs/<c>   the epoch that cursor belongs to, decimal
 //	root/members/<member>/status       a member's status JSON, bound to its lease
+//	root/members/<member>/holder       the process running as that member (JSON), bound to its own lease
 //	root/pause                         present = maintenance mode
 type keys struct {
 	root string
@@ -68,6 +69,7 @@ func ValidateName(kind, name string) error {
 func (k keys) election() string       { return k.root + "/election" }
 func (k keys) pause() string          { return k.root + "/pause" }
 func (k keys) status(m string) string { return k.root + "/members/" + m + "/status" }
+func (k keys) holder(m string) string { return k.root + "/members/" + m + "/holder" }
 
 // masterDir is the prefix of a catalog's committed keys (cursor, epoch,
 // metastore): one range read or watch covers them all. Names never contain '/',

@@ -70,8 +70,10 @@ type ClusterStatus struct {
 type MemberView struct {
 	Member string `json:"member"`
 	// Live: the member's status key exists (its lease is alive).
-	Live    bool      `json:"live"`
-	Role    string    `json:"role"` // "down" when not live
+	Live bool `json:"live"`
+	// Role is the election's for a live member (master: the election's
+	// leader, Master), "down" when not live.
+	Role    string    `json:"role"`
 	FEURL   string    `json:"fe_url,omitempty"`
 	Version string    `json:"version,omitempty"`
 	Time    time.Time `json:"time,omitzero"`
@@ -90,14 +92,20 @@ type MemberCatalog struct {
 	// member wrote none); a member whose epoch differs from the committed one
 	// full-refreshes before it applies again.
 	StoredEpoch *int64 `json:"stored_epoch"`
-	// Lag is the master cursor minus Cursor, nil when either is unknown.
+	// Lag is the master cursor minus Cursor, nil when either is unknown; for
+	// the live master, the lag behind the metastore its own status reports.
 	Lag       *int64 `json:"lag"`
 	LastError string `json:"last_error,omitempty"`
+	// LastErrorTime is when LastError happened. The member stops publishing
+	// an error once the catalog has applied a batch after it.
+	LastErrorTime time.Time `json:"last_error_time,omitzero"`
 	// SelfHeals, LastHeal and LastHealTime are the member's self-heals of the
 	// catalog (CatalogProgress).
 	SelfHeals    int       `json:"self_heals,omitempty"`
 	LastHeal     string    `json:"last_heal,omitempty"`
 	LastHealTime time.Time `json:"last_heal_time,omitzero"`
+	// statusLag is the lag the member's status reports (CatalogProgress.Lag).
+	statusLag *int64
 }
 
 // Statuses reads the cluster's subtree in one request and assembles the status:
@@ -214,7 +222,8 @@ func (b *statusBuild) add(kv *mvccpb.KeyValue) {
 		for name, c := range st.Catalogs {
 			mc := m.Catalogs[name]
 			v := c.Cursor
-			mc.Cursor, mc.LastError = &v, c.LastError
+			lag := c.Lag
+			mc.Cursor, mc.LastError, mc.LastErrorTime, mc.statusLag = &v, c.LastError, c.LastErrorTime, &lag
 			mc.SelfHeals, mc.LastHeal, mc.LastHealTime = c.SelfHeals, c.LastHeal, c.LastHealTime
 			m.Catalogs[name] = mc
 		}
@@ -234,6 +243,17 @@ func (b *statusBuild) elect() {
 	}
 	if len(b.cands) > 0 {
 		cs.Master = b.cands[0].name
+	}
+	// A live member's role is the election's, read with the master above:
+	// its status may say what it was before the last change of master.
+	for _, m := range b.members {
+		switch {
+		case !m.Live:
+		case m.Member == cs.Master:
+			m.Role = RoleMaster
+		case m.Role == RoleMaster:
+			m.Role = RoleFollower
+		}
 	}
 }
 
@@ -264,7 +284,12 @@ func (b *statusBuild) finish() ClusterStatus {
 			if mc.Cursor == nil {
 				mc.Cursor = mc.StoredCursor
 			}
-			if master, ok := cs.MasterCursors[catalog]; ok && mc.Cursor != nil && master >= 0 && *mc.Cursor >= 0 {
+			if m.Live && m.Member == cs.Master && mc.statusLag != nil {
+				// The master's own figure, behind the metastore: the master
+				// cursor key is newer than the cursor in its last status,
+				// so their difference would be a lag behind itself.
+				mc.Lag = mc.statusLag
+			} else if master, ok := cs.MasterCursors[catalog]; ok && mc.Cursor != nil && master >= 0 && *mc.Cursor >= 0 {
 				lag := master - *mc.Cursor
 				mc.Lag = &lag
 			}

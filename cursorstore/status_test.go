@@ -178,3 +178,65 @@ func TestStatusesShowsMasterMembersCursorsLagAndProblems(t *testing.T) {
 		t.Fatalf("fe-c hive: %+v", h)
 	}
 }
+
+// Right after a failover the members' status keys still say what they were:
+// the roles come from the election the header's master comes from, and the
+// master's lag is the one its own status reports (behind the metastore), not
+// the master cursor key minus the cursor it published a moment ago.
+func TestStatusesTakesRolesFromTheElectionAndTheMastersOwnLag(t *testing.T) {
+	srv := etcdtest.New(t)
+	s := newStore(t, srv.Client)
+	ctx := context.Background()
+	cli := srv.Client
+	put := func(k, v string, opts ...clientv3.OpOption) {
+		t.Helper()
+		if _, err := cli.Put(ctx, k, v, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(st cursorstore.MemberStatus) string {
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	root := "/hmssync/test"
+	lease, err := cli.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(root+"/election/1", "fe-b", clientv3.WithLease(lease.ID))
+	put(root+"/catalogs/hive/cursor", "120")
+	// fe-a was master and has not published since it lost the role; fe-b won
+	// and has not yet published as master.
+	put(root+"/members/fe-a/status", status(cursorstore.MemberStatus{Member: "fe-a", Role: cursorstore.RoleMaster,
+		Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 110, Lag: 0}}}))
+	put(root+"/members/fe-b/status", status(cursorstore.MemberStatus{Member: "fe-b", Role: cursorstore.RoleFollower,
+		Catalogs: map[string]cursorstore.CatalogProgress{"hive": {Cursor: 117, Lag: 2}}}))
+
+	cs, err := s.Statuses(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Master != "fe-b" || len(cs.Members) != 2 {
+		t.Fatalf("master %q members %+v; want fe-b and two members", cs.Master, cs.Members)
+	}
+	a, b := cs.Members[0], cs.Members[1]
+	if b.Role != cursorstore.RoleMaster || a.Role != cursorstore.RoleFollower {
+		t.Errorf("roles fe-a %q fe-b %q with fe-b the election's leader; want follower and master", a.Role, b.Role)
+	}
+	if h := b.Catalogs["hive"]; h.Lag == nil || *h.Lag != 2 {
+		t.Errorf("the master's lag %v; want 2, the lag its status reports", optLag(h.Lag))
+	}
+	if h := a.Catalogs["hive"]; h.Lag == nil || *h.Lag != 10 {
+		t.Errorf("fe-a's lag %v; want 120-110 = 10", optLag(h.Lag))
+	}
+}
+
+func optLag(v *int64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}

@@ -73,6 +73,9 @@ func (s *Store) MemberCursorKey(member, catalog string) string {
 // StatusKey is the key of a member's status.
 func (s *Store) StatusKey(member string) string { return s.keys.status(member) }
 
+// HolderKey is the key that names the process running as member (HoldMember).
+func (s *Store) HolderKey(member string) string { return s.keys.holder(member) }
+
 // PauseKey is the maintenance-mode key.
 func (s *Store) PauseKey() string { return s.keys.pause() }
 

@@ -91,7 +91,7 @@ func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error
 				head = "\t\t\t\t\t"
 			}
 			mc := m.Catalogs[cat]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", head, cat, optInt(mc.Cursor), optInt(mc.Lag), heals(mc, now), orDash(mc.LastError))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", head, cat, optInt(mc.Cursor), optInt(mc.Lag), heals(mc, now), lastError(mc, now))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -112,6 +112,17 @@ func heals(mc cursorstore.MemberCatalog, now time.Time) string {
 		s += ", " + now.Sub(mc.LastHealTime).Truncate(time.Second).String() + " ago"
 	}
 	return s + ")"
+}
+
+// lastError is a catalog's last error in a cell, with its age.
+func lastError(mc cursorstore.MemberCatalog, now time.Time) string {
+	if mc.LastError == "" {
+		return "-"
+	}
+	if mc.LastErrorTime.IsZero() {
+		return mc.LastError
+	}
+	return fmt.Sprintf("%s (%s ago)", mc.LastError, now.Sub(mc.LastErrorTime).Truncate(time.Second))
 }
 
 func orDash(s string) string {

@@ -72,6 +72,23 @@ func Run(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		}
 	}()
 
+	// One live process per member name: taken before the agent does anything,
+	// refused (the process exits with the other holder named) while another
+	// holds it.
+	host, _ := os.Hostname()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	hold, err := sc.HoldMember(ctx, net.JoinHostPort(host, port), log)
+	if err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer hold.Release()
+
 	sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -2,7 +2,9 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,6 +17,7 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/retry"
 )
 
 // Sidecar is one configured agent with the connections it owns. `run` builds
@@ -28,6 +31,9 @@ type Sidecar struct {
 	stopEndpoints func()
 	hms           []*hms.Client
 	applier       applier.Applier
+	store         *cursorstore.Store
+	member        string
+	leaseTTL      time.Duration
 }
 
 // New connects to etcd (checking it answers), builds the applier, the FE
@@ -69,6 +75,7 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 	if err := store.Err(); err != nil {
 		return nil, fmt.Errorf("etcd.prefix %q, cluster %q: %w", cfg.Etcd.Prefix, cfg.Cluster, err)
 	}
+	sc.store, sc.member, sc.leaseTTL = store, cfg.Member, cfg.Etcd.LeaseTTL
 	el, err := election.New(election.Config{
 		Client: cli, Prefix: store.ElectionPrefix(), Name: cfg.Member,
 		LeaseTTL: cfg.Etcd.LeaseTTL, RequestTimeout: cfg.Etcd.RequestTimeout,
@@ -139,6 +146,32 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 	sc.Agent = a
 	ok = true
 	return sc, nil
+}
+
+// HoldMember takes the member name for this process (cursorstore.HoldMember,
+// bound to a lease of etcd.lease_ttl) before the agent runs, so that two
+// sidecars configured with one member never both sync. address is where this
+// process serves HTTP, for the other one's error. While etcd does not answer it
+// keeps trying (a sidecar starts before etcd, see Run); it returns the
+// *cursorstore.MemberHeldError at once when another live process holds the
+// name, and ctx's error when ctx ends first.
+func (s *Sidecar) HoldMember(ctx context.Context, address string, log *zap.Logger) (*cursorstore.MemberHold, error) {
+	h := cursorstore.MemberHolder{Address: address, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}
+	delay := retry.NewDelay(100*time.Millisecond, s.leaseTTL)
+	for {
+		hold, err := s.store.HoldMember(ctx, s.member, h, s.leaseTTL)
+		var held *cursorstore.MemberHeldError
+		switch {
+		case err == nil:
+			return hold, nil
+		case errors.As(err, &held):
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+		log.Warn("cannot take the member name in etcd yet; retrying", zap.String("key", s.store.HolderKey(s.member)), zap.Error(err))
+		delay.Wait(ctx)
+	}
 }
 
 // Close releases the connections.
