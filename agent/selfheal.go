@@ -113,8 +113,9 @@ func (l *catalogLoop) failed(err error, bo *retry.Delay) time.Duration {
 	}
 	if errors.Is(err, errCursorChangedUnder) {
 		// An operator's write, logged as such by commitFailed: not a failure
-		// of this member, and the next cycle starts from the new value.
-		return 0
+		// of this member; the next cycle starts from the new value. The
+		// backoff still spaces the cycles, should the key keep changing.
+		return bo.Next()
 	}
 	l.rec.failed(err, class)
 	switch class {
