@@ -736,8 +736,11 @@ func (s *soak) sampleUntil(ctx context.Context, end time.Time, wdone chan error)
 			for _, m := range sm.Members {
 				rss = append(rss, fmt.Sprintf("%s %.1f MiB %d goroutines %d fds", m.Member, float64(m.RSSBytes)/(1<<20), m.Goroutines, m.OpenFDs))
 			}
-			s.say("%.0fs: event %d, lag %d; etcd db %.1f MiB (%.1f in use); %s", sm.AtSeconds, sm.MetastoreEventID, sm.LagEvents,
-				float64(sm.EtcdDBBytes)/(1<<20), float64(sm.EtcdDBInUseBytes)/(1<<20), strings.Join(rss, "; "))
+			db := "etcd not answering"
+			if sm.EtcdDBBytes >= 0 {
+				db = fmt.Sprintf("etcd db %.1f MiB (%.1f in use)", float64(sm.EtcdDBBytes)/(1<<20), float64(sm.EtcdDBInUseBytes)/(1<<20))
+			}
+			s.say("%.0fs: event %d, lag %d; %s; %s", sm.AtSeconds, sm.MetastoreEventID, sm.LagEvents, db, strings.Join(rss, "; "))
 		}
 	}
 	return samples, nil
