@@ -41,7 +41,7 @@ stdout.`,
 			&cli.StringFlag{Name: "json-file", Usage: "also write the JSON object to this file"},
 			&cli.StringFlag{Name: "profile-dir", Usage: "write each sidecar's CPU and allocation profiles (pprof) into this directory"},
 		},
-		Subcommands:     []*cli.Command{benchMetastoreCommand(), benchSidecarCommand()},
+		Subcommands:     []*cli.Command{benchMetastoreCommand(), benchSoakCommand(), benchSidecarCommand()},
 		HideHelpCommand: true,
 		Action: func(c *cli.Context) error {
 			o := bench.Options{

@@ -20,4 +20,11 @@
 // Hive Metastore: the raw fetch, the fetch with every event decoded, and
 // `BINARY run` sidecars of one or more binaries draining it from cursors
 // seeded at its start, rounds interleaved.
+//
+// RunSoak (`hmssync bench soak`) runs three native sidecars under a steady
+// workload for a long time, killing the master, restarting etcd and the
+// metastore along the way, and reports whether anything grows (the
+// least-squares slopes per hour of RSS, goroutines, open file descriptors,
+// etcd's size and the lag) and whether every FE ends holding the
+// metastore's state.
 package bench

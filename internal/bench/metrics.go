@@ -106,3 +106,43 @@ func freeAddress() (string, error) {
 	defer ln.Close()
 	return ln.Addr().String(), nil
 }
+
+// scrapeValues reads the samples named in want from a sidecar's /metrics,
+// each summed over its label sets (a figure missing from the page is absent
+// from the result).
+func scrapeValues(ctx context.Context, hc *http.Client, addr string, want ...string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s/metrics: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		name, _, _ := strings.Cut(line[:i], "{")
+		name, _, _ = strings.Cut(name, " ")
+		for _, w := range want {
+			if name == w {
+				if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+					out[name] += v
+				}
+			}
+		}
+	}
+	return out, sc.Err()
+}

@@ -109,3 +109,22 @@ func machineDescription() string {
 	}
 	return model + mem
 }
+
+// processRSS is the process's current resident set size (VmRSS) in bytes.
+func processRSS(pid int) (int64, error) {
+	kb, err := procStatusKB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
+	if err != nil {
+		return 0, fmt.Errorf("RSS of process %d: %w", pid, err)
+	}
+	return kb * 1024, nil
+}
+
+// processOpenFDs is the number of file descriptors the process holds open:
+// the entries of /proc/<pid>/fd.
+func processOpenFDs(pid int) (int, error) {
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, fmt.Errorf("open file descriptors of process %d: %w", pid, err)
+	}
+	return len(entries), nil
+}

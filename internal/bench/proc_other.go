@@ -15,6 +15,8 @@ var errNoProc = errors.New("per-process CPU and RSS are read from /proc, which t
 
 func processCPU(int) (time.Duration, error) { return 0, errNoProc }
 func processPeakRSS(int) (int64, error)     { return 0, errNoProc }
+func processRSS(int) (int64, error)         { return 0, errNoProc }
+func processOpenFDs(int) (int, error)       { return 0, errNoProc }
 func loadAverage() string                   { return "unknown" }
 func machineDescription() string            { return "unknown" }
 
