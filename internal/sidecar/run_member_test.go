@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"fmt"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -103,6 +104,36 @@ shutdown_timeout: 4s
 	}
 	firstDone <- nil // for the deferred wait
 	cancelSecond, secondDone = start(load("second", secondAddr))
-	defer func() { cancelSecond(); <-secondDone }()
 	testutil.Await(t, 20*time.Second, "the second sidecar ready once the first has stopped", ready(secondAddr))
+	cancelSecond()
+	if err := <-secondDone; err != nil {
+		t.Fatalf("second sidecar: %v", err)
+	}
+
+	// A process killed without a word leaves the name on its lease until the
+	// lease expires: the one that replaces it waits for that, and starts.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + etcdAddr}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	lease, err := cli.Grant(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := `{"address":"killed:1","pid":1,"started":"2026-01-01T00:00:00Z"}`
+	if _, err := cli.Put(context.Background(), "/hmssync/twins/members/doris-fe-0/holder", killed, clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	cancelSecond, secondDone = start(load("second", secondAddr))
+	defer func() { cancelSecond(); <-secondDone }()
+	testutil.Await(t, 20*time.Second, "the sidecar replacing a killed one ready once the killed one's lease expired", func() (bool, string) {
+		select {
+		case err := <-secondDone:
+			secondDone <- err
+			return false, fmt.Sprintf("it exited: %v", err)
+		default:
+		}
+		return ready(secondAddr)()
+	})
 }

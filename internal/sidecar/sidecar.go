@@ -152,22 +152,35 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 // bound to a lease of etcd.lease_ttl) before the agent runs, so that two
 // sidecars configured with one member never both sync. address is where this
 // process serves HTTP, for the other one's error. While etcd does not answer it
-// keeps trying (a sidecar starts before etcd, see Run); it returns the
-// *cursorstore.MemberHeldError at once when another live process holds the
-// name, and ctx's error when ctx ends first.
+// keeps trying (a sidecar starts before etcd, see Run). When another process
+// holds the name it waits one lease TTL (and a second) for the name to be
+// released: a predecessor that was killed, and that this process replaces,
+// holds it until its lease expires; a live one keeps renewing it, and then the
+// *cursorstore.MemberHeldError is returned. ctx's error when ctx ends first.
 func (s *Sidecar) HoldMember(ctx context.Context, address string, log *zap.Logger) (*cursorstore.MemberHold, error) {
 	h := cursorstore.MemberHolder{Address: address, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}
 	delay := retry.NewDelay(100*time.Millisecond, s.leaseTTL)
+	var heldSince time.Time
 	for {
 		hold, err := s.store.HoldMember(ctx, s.member, h, s.leaseTTL)
 		var held *cursorstore.MemberHeldError
 		switch {
 		case err == nil:
 			return hold, nil
-		case errors.As(err, &held):
-			return nil, err
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.As(err, &held) && heldSince.IsZero():
+			heldSince = time.Now()
+			log.Warn("the member name is held by another process; waiting one lease TTL for it to be released (a killed predecessor's lease expires by then, a live process keeps it)",
+				zap.String("key", s.store.HolderKey(s.member)), zap.Duration("lease_ttl", s.leaseTTL), zap.Error(err))
+			delay.Wait(ctx)
+			continue
+		case errors.As(err, &held):
+			if time.Since(heldSince) > s.leaseTTL+time.Second {
+				return nil, err
+			}
+			delay.Wait(ctx)
+			continue
 		}
 		log.Warn("cannot take the member name in etcd yet; retrying", zap.String("key", s.store.HolderKey(s.member)), zap.Error(err))
 		delay.Wait(ctx)
