@@ -16,8 +16,27 @@ import (
 	"github.com/hmssync/hmssync/internal/testutil"
 )
 
-// devHMS runs `dev hms` with args in the background until the returned stop.
-func devHMS(t *testing.T, control string, args ...string) (stop func()) {
+// devHMS runs `dev hms` with args in the background until the returned stop,
+// its control API on the returned address. The addresses are picked free and
+// then bound by dev hms, so another test can take one in between: a start that
+// fails to bind is tried again on new ones.
+func devHMS(t *testing.T, args ...string) (stop func(), control string) {
+	t.Helper()
+	for try := 1; ; try++ {
+		control = freeAddr(t)
+		stop, err := startDevHMS(t, control, args...)
+		if err == nil {
+			return stop, control
+		}
+		if !strings.Contains(err.Error(), "address already in use") || try == 5 {
+			t.Fatalf("dev hms ended: %v", err)
+		}
+	}
+}
+
+// startDevHMS starts `dev hms` with its control API on control; err is why it
+// ended before announcing itself.
+func startDevHMS(t *testing.T, control string, args ...string) (stop func(), err error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var errOut syncBuffer
@@ -27,20 +46,26 @@ func devHMS(t *testing.T, control string, args ...string) (stop func()) {
 	go func() {
 		done <- app.RunContext(ctx, append([]string{"hmssync", "dev", "hms", "--listen", freeAddr(t), "--control", control}, args...))
 	}()
+	var ended error
 	testutil.Await(t, 10*time.Second, "dev hms to announce itself", func() (bool, string) {
 		select {
 		case err := <-done:
-			t.Fatalf("dev hms ended: %v\n%s", err, errOut.String())
+			ended = fmt.Errorf("%w\n%s", err, errOut.String())
+			return true, ""
 		default:
 		}
 		return strings.Contains(errOut.String(), "fake metastore on"), errOut.String()
 	})
+	if ended != nil {
+		cancel()
+		return nil, ended
+	}
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("dev hms: %v\n%s", err, errOut.String())
 		}
-	}
+	}, nil
 }
 
 func controlCall(t *testing.T, method, url, body string, out any) {
@@ -72,9 +97,9 @@ type devHMSState struct {
 // (same ids and objects, no reset) and a new workload takes a seed of its own.
 func TestDevHMSWorkloadControlAndState(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	control, dir := freeAddr(t), t.TempDir()
+	dir := t.TempDir()
+	stop, control := devHMS(t, "--state", dir)
 	base := "http://" + control
-	stop := devHMS(t, control, "--state", dir)
 
 	var wl hmstest.WorkloadState
 	controlCall(t, http.MethodPost, base+"/workload", `{"rate":0,"events":30}`, &wl)
@@ -118,8 +143,9 @@ func TestDevHMSWorkloadControlAndState(t *testing.T) {
 	stop()
 
 	// Restarted on the same state: the same log and objects.
-	stop = devHMS(t, control, "--state", dir)
+	stop, control = devHMS(t, "--state", dir)
 	defer stop()
+	base = "http://" + control
 	controlCall(t, http.MethodGet, base+"/state", "", &st)
 	if st != before {
 		t.Fatalf("after a restart with --state: %+v, want %+v", st, before)
