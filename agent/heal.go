@@ -10,17 +10,21 @@ import (
 
 // Self-heal by the smallest scope that holds a deterministic failure (SPEC §2).
 // An event that cannot be decoded is attributed to the objects its header names
-// (EventDecoder's Attribute); a statement or batch item the FE refuses to the
-// objects the applier names (applier.Error.Objects). Such an object's changes in
-// the batch are replaced by a refresh of just that object: REFRESH_TABLE for a
-// table, REFRESH_DATABASE for a database. The batch is then applied as usual, so
-// the cursor moves past the poison only once the heal was applied, and the events
-// after it are applied normally. A heal the FE refuses too escalates one level:
-// table, database, catalog (the cursor -1 and a full refresh, as for a failure
-// nothing can be attributed to). Once a batch applied, the plan is spent: a later
-// poison event of the same object starts at table scope again, however often it
-// recurs (an object healed more than max_per_hour times in an hour is reported,
-// not escalated).
+// (PoisonAttributor) and replaced, in place in the batch, by its heal
+// (poisonHeals): what the event would have meant where its type says so (a
+// table or database created, dropped or renamed), else a REFRESH_TABLE or
+// REFRESH_DATABASE of just that object; the other changes of the batch stay. A
+// statement or batch item the FE refuses is attributed to the objects the
+// applier names (applier.Error.Objects) and planned: the next attempt replaces
+// that object's content changes by its refresh (at database scope, every table
+// change of the database), keeping its name changes in place. The batch is then
+// applied as usual, so the cursor moves past the poison only once the heal was
+// applied. A heal the FE refuses too escalates one level: table, database,
+// catalog (the cursor -1 and a full refresh, as for a failure nothing can be
+// attributed to, or a heal the catalog's include/exclude patterns do not let
+// through). Once a batch applied, the plan is spent: a later poison event of the
+// same object starts at table scope again, however often it recurs (an object
+// healed more than max_per_hour times in an hour is reported, not escalated).
 
 // healScope is how much a heal refreshes.
 type healScope int
