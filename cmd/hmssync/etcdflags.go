@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/internal/config"
@@ -22,17 +23,21 @@ const (
 	defaultRequestTimeout = 3 * time.Second
 )
 
-// etcdFlags are the etcd connection flags every command that talks to etcd
-// takes; each has the environment variable of the matching configuration key.
+// etcdFlags are the etcd connection flags every operator command that talks to
+// etcd takes (status, cursor, member); each has the environment variable of the
+// matching configuration key. --config reads the same values from the sidecar's
+// configuration file, with run's loader (operatorConfig).
 func etcdFlags() []cli.Flag {
 	const cat = "etcd"
 	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Category: cat, EnvVars: []string{"HMSSYNC_CONFIG"},
+			Usage: "the sidecar's configuration `FILE` (as for run): cluster, etcd endpoints, prefix, credentials and TLS come from it; the flags below win over it"},
 		&cli.StringFlag{Name: "etcd-endpoints", Category: cat, Value: defaultEtcdEndpoint, EnvVars: []string{"HMSSYNC_ETCD_ENDPOINTS"},
 			Usage: "comma-separated etcd client URLs"},
 		&cli.StringFlag{Name: "etcd-prefix", Category: cat, Value: cursorstore.DefaultPrefix, EnvVars: []string{"HMSSYNC_ETCD_PREFIX"},
 			Usage: "key prefix; the cluster's keys live under `PREFIX`/<cluster>"},
-		&cli.StringFlag{Name: "cluster", Category: cat, EnvVars: []string{"HMSSYNC_CLUSTER"},
-			Usage: "cluster name (the etcd subtree shared by all sidecars of one FE cluster)"},
+		&cli.StringFlag{Name: "cluster", Category: cat, Value: config.Default().Cluster, EnvVars: []string{"HMSSYNC_CLUSTER"},
+			Usage: "cluster name (the etcd subtree shared by all sidecars of one FE cluster), as run defaults it"},
 		&cli.StringFlag{Name: "etcd-username", Category: cat, EnvVars: []string{"HMSSYNC_ETCD_USERNAME"},
 			Usage: "etcd user; the password comes from HMSSYNC_ETCD_PASSWORD or --etcd-password-file"},
 		&cli.StringFlag{Name: "etcd-password-file", Category: cat, EnvVars: []string{"HMSSYNC_ETCD_PASSWORD_FILE"},
@@ -57,9 +62,62 @@ type etcdTarget struct {
 	Cluster string
 }
 
-// etcdTargetFromFlags reads etcdFlags. The password never comes from a flag:
+// etcdFlagKeys maps the etcd flags to the configuration keys they set when
+// --config is given.
+var etcdFlagKeys = map[string]string{
+	"etcd-endpoints": "etcd.endpoints", "etcd-prefix": "etcd.prefix", "cluster": "cluster",
+	"etcd-username": "etcd.username", "etcd-password-file": "etcd.password_file",
+	"etcd-ca-file": "etcd.tls.ca_file", "etcd-cert-file": "etcd.tls.cert_file", "etcd-key-file": "etcd.tls.key_file",
+	"etcd-dial-timeout": "etcd.dial_timeout", "etcd-request-timeout": "etcd.request_timeout",
+}
+
+// operatorConfig loads the sidecar configuration that --config names, with
+// run's loader and precedence (flags > HMSSYNC_… environment > file >
+// defaults): the etcd flags given on the command line (or through their
+// variables) set their keys. ok is false without --config. A command that needs
+// more of the sidecar's configuration than etcd (a catalog's metastore) reads it
+// from here.
+func operatorConfig(c *cli.Context) (cfg config.Config, sec config.Secrets, ok bool, err error) {
+	file := c.String("config")
+	if file == "" {
+		return cfg, sec, false, nil
+	}
+	src := config.Sources{File: file, Getenv: os.Getenv, Flags: map[string]string{}}
+	for flag, key := range etcdFlagKeys {
+		if c.IsSet(flag) {
+			v := c.String(flag)
+			if d, isDur := c.Value(flag).(time.Duration); isDur {
+				v = d.String()
+			}
+			src.Flags[key] = v
+		}
+	}
+	cfg, sec, err = sidecar.LoadConfig(src)
+	if err != nil {
+		return cfg, sec, true, fmt.Errorf("--config %s: %w", file, err)
+	}
+	for _, w := range sec.Warnings {
+		fmt.Fprintln(c.App.ErrWriter, "warning:", w)
+	}
+	if cfg.Etcd.EmbeddedDir != "" && !c.IsSet("etcd-endpoints") {
+		// The sidecar serves its embedded etcd there (sidecar.Run).
+		cfg.Etcd.Endpoints = []string{"http://" + cfg.Etcd.EmbeddedListen}
+	}
+	return cfg, sec, true, nil
+}
+
+// etcdTargetFromFlags reads etcdFlags, or the file --config names
+// (operatorConfig). The password never comes from a flag:
 // HMSSYNC_ETCD_PASSWORD, else the password file.
 func etcdTargetFromFlags(c *cli.Context) (etcdTarget, error) {
+	cfg, sec, ok, err := operatorConfig(c)
+	if err != nil {
+		return etcdTarget{}, err
+	}
+	if ok {
+		client := sidecar.EtcdClientOf(cfg, sec, zap.NewNop())
+		return etcdTarget{Prefix: cfg.Etcd.Prefix, Cluster: cfg.Cluster, Client: client}, nil
+	}
 	cluster := c.String("cluster")
 	if cluster == "" {
 		return etcdTarget{}, errors.New("no cluster given: set --cluster or HMSSYNC_CLUSTER (it names the etcd subtree <prefix>/<cluster>)")
@@ -105,13 +163,35 @@ func etcdTargetFromFlags(c *cli.Context) (etcdTarget, error) {
 }
 
 // openStore connects to etcd as the flags say and returns the cluster's store.
-// The caller closes the client.
+// The caller closes the client. A cluster with no key at all is refused
+// (cursorstore.ErrNoCluster lists the clusters under the prefix), so that a
+// typo in --cluster reads as one rather than as an empty cluster, unless the
+// command's --allow-new accepts a cluster whose sidecars have not run yet.
 func openStore(c *cli.Context) (*cursorstore.Store, *clientv3.Client, error) {
+	store, cli, err := dialStore(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Bool("allow-new") {
+		return store, cli, nil
+	}
+	if err := store.CheckExists(c.Context); err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return store, cli, nil
+}
+
+// dialStore is openStore without the check that the cluster exists.
+func dialStore(c *cli.Context) (*cursorstore.Store, *clientv3.Client, error) {
 	target, err := etcdTargetFromFlags(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	root, _ := cursorstore.ClusterPrefix(target.Prefix, target.Cluster)
+	root, err := cursorstore.ClusterPrefix(target.Prefix, target.Cluster)
+	if err != nil {
+		return nil, nil, err
+	}
 	target.Client.ProbePrefix = root + "/"
 	cli, err := sidecar.DialEtcd(c.Context, target.Client)
 	if err != nil {

@@ -20,6 +20,7 @@ func newApp() *cli.App {
 			demoCommand(),
 			statusCommand(),
 			cursorCommand(),
+			memberCommand(),
 			eventsCommand(),
 			devCommand(),
 			benchCommand(),
