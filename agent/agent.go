@@ -219,6 +219,7 @@ func (a *Agent) memberStatus() cursorstore.MemberStatus {
 		if n := len(c.LastHeals); n > 0 {
 			cs.LastHeal, cs.LastHealTime = c.LastHeals[n-1].summary(), c.LastHeals[n-1].At
 		}
+		publishMetastore(&cs, s.Role, c)
 		ms.Catalogs[c.Name] = cs
 	}
 	return ms

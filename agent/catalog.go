@@ -145,7 +145,7 @@ func (l *catalogLoop) run(ctx context.Context) {
 			waitAny(ctx, nil, roleChanged, cursorMoved)
 		case paused:
 			l.rec.holding(true)
-			waitAny(ctx, l.pauseRecheck(), roleChanged, pauseChanged)
+			l.holdPaused(ctx, roleChanged, pauseChanged)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // pauseKeyPresent decides whether the master holds for the pause key before a
@@ -24,13 +26,38 @@ func (l *catalogLoop) pauseKeyPresent(ctx context.Context) (bool, error) {
 	return p, nil
 }
 
-// pauseRecheck is the timer a master holding for the pause key also waits on
-// while the pause watch is not fresh: that watch may never signal the key's
-// removal, so the key is read again every poll interval. Nil (wait for the
-// watch alone) while it is fresh.
-func (l *catalogLoop) pauseRecheck() *time.Timer {
-	if l.pause.notFresh() == nil {
-		return nil
+// holdPaused is the wait of a master holding the catalog for the pause key,
+// until the role or the pause key changes. It records when the pause began
+// (PauseStamper) and reads the metastore's current event id every poll
+// interval, so that `hmssync status`, /status and the lag metrics keep showing
+// how far the catalog falls behind while it is paused; a failed read is only
+// recorded (metastore_error): the pause holds whatever the metastore does.
+// While the pause watch is not fresh it may never signal the key's removal, so
+// the wait then ends after one poll interval and the next cycle reads the key
+// from etcd (pauseKeyPresent).
+func (l *catalogLoop) holdPaused(ctx context.Context, roleChanged, pauseChanged <-chan struct{}) {
+	if ps, ok := l.store.(PauseStamper); ok {
+		if _, err := ps.StampPause(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("cannot record when the pause key was set; hmssync status shows no time for it", zap.Error(err))
+		}
 	}
-	return time.NewTimer(l.cat.PollInterval)
+	for {
+		t := time.NewTimer(l.cat.PollInterval)
+		fired := false
+		select {
+		case <-t.C:
+			fired = true
+		case <-ctx.Done():
+		case <-roleChanged:
+		case <-pauseChanged:
+		}
+		t.Stop()
+		if !fired {
+			return
+		}
+		_, _ = l.currentEventID(ctx) // currentEventID records a failure
+		if l.pause.notFresh() != nil {
+			return
+		}
+	}
 }

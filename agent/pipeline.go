@@ -25,6 +25,7 @@ func (l *catalogLoop) currentEventID(ctx context.Context) (int64, error) {
 	cur, err := l.cat.Source.CurrentEventID(ctx)
 	l.progressed()
 	if err != nil {
+		l.rec.metastoreRead(err)
 		return 0, fmt.Errorf("read the metastore's current event id: %w", err)
 	}
 	l.rec.metastoreCurrent(cur)

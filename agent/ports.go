@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/cursorstore"
@@ -20,7 +21,7 @@ import (
 // and each saying below what the driver does without it: DatabaseEventSource and
 // MetastoreIdentifier (on the EventSource), PoisonAttributor (on the
 // EventDecoder), AppliedReporter (on the Applier), WatchRestartCounter and
-// MemberWatcher (on the CursorStore), StatusPublisher (Config.Status) and
+// MemberWatcher and PauseStamper (on the CursorStore), StatusPublisher (Config.Status) and
 // StatusWriteObserver (on the StatusPublisher).
 
 // EventSource reads one metastore's notification log.
@@ -115,6 +116,14 @@ type MemberWatcher interface {
 	WatchMembers(ctx context.Context, catalog string) cursorstore.Watch[map[string]cursorstore.MemberProgress]
 }
 
+// PauseStamper is implemented by cursor stores that record when the pause key
+// was set (*cursorstore.Store): a master calls it as it begins to hold for the
+// key, so that `hmssync status` can say since when the cluster is paused.
+// Without it status shows the pause without a time.
+type PauseStamper interface {
+	StampPause(ctx context.Context) (time.Time, error)
+}
+
 // StatusPublisher keeps the member's status key in etcd current (`hmssync status`
 // reads it; *cursorstore.StatusPublisher). Optional (Config.Status): without it
 // the member publishes no status key, and /status still serves its own view.
@@ -141,6 +150,7 @@ var (
 	_ CursorStore         = (*cursorstore.Store)(nil)
 	_ WatchRestartCounter = (*cursorstore.Store)(nil)
 	_ MemberWatcher       = (*cursorstore.Store)(nil)
+	_ PauseStamper        = (*cursorstore.Store)(nil)
 	_ StatusPublisher     = (*cursorstore.StatusPublisher)(nil)
 	_ StatusWriteObserver = (*cursorstore.StatusPublisher)(nil)
 )

@@ -33,7 +33,13 @@ type recorder struct {
 // catalogState is what /status shows about one catalog.
 type catalogState struct {
 	own, master, hmsCurrent int64
+	hmsCurrentAt            time.Time // when hmsCurrent was read
 	caughtUpAt              time.Time
+	// hmsErr is the last failed read of the metastore (the current id, a
+	// fetch) while they keep failing, since hmsFailingSince; cleared by the
+	// next read that succeeds.
+	hmsErr                  string
+	hmsFailingSince         time.Time
 	lagEvents               int64
 	lastErr                 string
 	lastErrAt               time.Time
@@ -123,8 +129,25 @@ func (r *recorder) masterCursorSeen(c cursorstore.Cursor) {
 func (r *recorder) metastoreCurrent(cur int64) {
 	r.hmsCurrent.Set(float64(cur))
 	r.mu.Lock()
-	r.st.hmsCurrent = cur
+	r.st.hmsCurrent, r.st.hmsCurrentAt = cur, time.Now()
+	r.st.hmsErr, r.st.hmsFailingSince = "", time.Time{}
 	r.mu.Unlock()
+}
+
+// metastoreRead records the outcome of a read of the metastore (err nil: it
+// answered), for /status and the member status: `hmssync status` shows a
+// member whose reads keep failing.
+func (r *recorder) metastoreRead(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.st.hmsErr, r.st.hmsFailingSince = "", time.Time{}
+		return
+	}
+	r.st.hmsErr = shorten(err.Error(), maxStatusError)
+	if r.st.hmsFailingSince.IsZero() {
+		r.st.hmsFailingSince = time.Now()
+	}
 }
 
 // lag derives the lag from the newest id this member knows of: the metastore's
@@ -178,6 +201,7 @@ func (r *recorder) readsWholeLog() { r.pushdownDBs.Set(0) }
 // fetched records a fetch that took took; f is its answer (err nil).
 func (r *recorder) fetched(f hms.Fetch, took time.Duration, err error) {
 	r.fetchSeconds.Observe(took.Seconds())
+	r.metastoreRead(err)
 	if err != nil {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/hmssync/hmssync/cursorstore"
 )
 
 // Status is the member's view of itself, served as JSON on /status. It never
@@ -51,12 +53,19 @@ type CatalogStatus struct {
 	// FEApplied is the event id the FE itself last reported as applied
 	// (native dialect, local scope; absent when never asked).
 	FEApplied *int64 `json:"fe_applied_event_id,omitempty"`
-	// HMSCurrent is the metastore's current event id as last read (-1 never).
-	HMSCurrent    int64   `json:"hms_current_event_id"`
-	LagEvents     int64   `json:"lag_events"`
-	LagSeconds    float64 `json:"lag_seconds"`
-	FullRefreshes int     `json:"full_refreshes"`
-	SelfHeals     int     `json:"self_heals"`
+	// HMSCurrent is the metastore's current event id as last read (-1 never),
+	// at HMSCurrentAt. The master reads it every cycle, and every poll
+	// interval while it holds for the pause key.
+	HMSCurrent   int64      `json:"hms_current_event_id"`
+	HMSCurrentAt *time.Time `json:"hms_current_read_at,omitempty"`
+	// MetastoreError is the last failed read of the metastore while reads keep
+	// failing (since MetastoreFailingSince); absent once one succeeds.
+	MetastoreError        string     `json:"metastore_error,omitempty"`
+	MetastoreFailingSince *time.Time `json:"metastore_failing_since,omitempty"`
+	LagEvents             int64      `json:"lag_events"`
+	LagSeconds            float64    `json:"lag_seconds"`
+	FullRefreshes         int        `json:"full_refreshes"`
+	SelfHeals             int        `json:"self_heals"`
 	// LastHeals are the catalog's last self-heals, oldest first (at most ten).
 	LastHeals []HealStatus `json:"last_heals,omitempty"`
 	// HealLoops are the objects healed more than self_heal.max_per_hour times
@@ -159,11 +168,32 @@ func (a *Agent) Status() Status {
 			t := st.lastAppliedAt
 			cs.LastAppliedAt = &t
 		}
+		if !st.hmsCurrentAt.IsZero() {
+			t := st.hmsCurrentAt
+			cs.HMSCurrentAt = &t
+		}
+		if st.hmsErr != "" {
+			t := st.hmsFailingSince
+			cs.MetastoreError, cs.MetastoreFailingSince = st.hmsErr, &t
+		}
 		s.Catalogs = append(s.Catalogs, cs)
 	}
 	s.NotReady = a.notReady()
 	s.Ready = len(s.NotReady) == 0
 	return s
+}
+
+// publishMetastore puts a catalog's metastore figures into its member status:
+// the current id only from the master (a follower's, or a demoted master's,
+// would be stale: only the master reads it), the failing reads from any member.
+func publishMetastore(p *cursorstore.CatalogProgress, role string, c CatalogStatus) {
+	if role == "master" && c.HMSCurrent >= 0 && c.HMSCurrentAt != nil {
+		v := c.HMSCurrent
+		p.MetastoreCurrent, p.MetastoreReadAt = &v, *c.HMSCurrentAt
+	}
+	if c.MetastoreError != "" && c.MetastoreFailingSince != nil {
+		p.MetastoreError, p.MetastoreFailingSince = c.MetastoreError, *c.MetastoreFailingSince
+	}
 }
 
 // notReady lists why the member is not ready (SPEC §7: cursor known, etcd watch

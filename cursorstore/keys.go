@@ -21,6 +21,7 @@ const DefaultPrefix = "/hmssync"
 //	root/members/<member>/status       a member's status JSON, bound to its lease
 //	root/members/<member>/holder       the process running as that member (JSON), bound to its own lease
 //	root/pause                         present = maintenance mode
+//	root/pause_since                   when the pause key was set (JSON: the pause key's create revision and a time)
 type keys struct {
 	root string
 }
@@ -68,6 +69,7 @@ func ValidateName(kind, name string) error {
 
 func (k keys) election() string       { return k.root + "/election" }
 func (k keys) pause() string          { return k.root + "/pause" }
+func (k keys) pauseSince() string     { return k.root + "/pause_since" }
 func (k keys) status(m string) string { return k.root + "/members/" + m + "/status" }
 func (k keys) holder(m string) string { return k.root + "/members/" + m + "/holder" }
 
@@ -105,6 +107,7 @@ const (
 	kindMemberEpoch
 	kindStatus
 	kindPause
+	kindPauseSince
 )
 
 // parseKey classifies a key of the cluster's subtree and extracts its names.
@@ -117,6 +120,8 @@ func (k keys) parseKey(key string) (kind keyKind, member, catalog string) {
 	switch {
 	case len(parts) == 1 && parts[0] == "pause":
 		return kindPause, "", ""
+	case len(parts) == 1 && parts[0] == "pause_since":
+		return kindPauseSince, "", ""
 	case len(parts) == 2 && parts[0] == "election":
 		return kindCandidate, "", ""
 	case len(parts) == 3 && parts[0] == "catalogs" && parts[2] == "cursor":

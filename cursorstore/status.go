@@ -44,6 +44,29 @@ type CatalogProgress struct {
 	SelfHeals    int       `json:"self_heals,omitempty"`
 	LastHeal     string    `json:"last_heal,omitempty"`
 	LastHealTime time.Time `json:"last_heal_time,omitzero"`
+	// MetastoreCurrent is the metastore's current event id as the master last
+	// read it, at MetastoreReadAt; only the master publishes it (nil on
+	// followers, and before the first read).
+	MetastoreCurrent *int64    `json:"hms_current_event_id,omitempty"`
+	MetastoreReadAt  time.Time `json:"hms_current_read_at,omitzero"`
+	// MetastoreError is the last failed read of the metastore (any member's:
+	// the current id, a fetch) while its reads keep failing, since
+	// MetastoreFailingSince; empty once a read succeeds.
+	MetastoreError        string    `json:"metastore_error,omitempty"`
+	MetastoreFailingSince time.Time `json:"metastore_failing_since,omitzero"`
+}
+
+// MetastoreView is one catalog's metastore as the master last read it.
+type MetastoreView struct {
+	// CurrentEventID is the metastore's current event id, read at ReadAt by
+	// member ReadBy (the master).
+	CurrentEventID int64     `json:"current_event_id"`
+	ReadAt         time.Time `json:"read_at"`
+	ReadBy         string    `json:"read_by"`
+	// Lag is CurrentEventID minus the committed master cursor: how far the
+	// cluster is behind the metastore (nil while the master cursor is unknown).
+	// A paused master keeps reading the current id, so it grows while paused.
+	Lag *int64 `json:"lag"`
 }
 
 // ClusterStatus is everything `hmssync status` shows, read from one revision of
@@ -54,14 +77,21 @@ type ClusterStatus struct {
 	// Master is the election's leader (lowest create revision), "" if none.
 	Master string `json:"master"`
 	// Candidates lists the members in the election, in order of succession.
-	Candidates    []string         `json:"candidates"`
-	Paused        bool             `json:"paused"`
-	PauseReason   string           `json:"pause_reason,omitempty"`
+	Candidates  []string `json:"candidates"`
+	Paused      bool     `json:"paused"`
+	PauseReason string   `json:"pause_reason,omitempty"`
+	// PausedSince is when the pause key was set, from pause_since (SetPaused,
+	// else the master as it began to hold: StampPause); zero when unknown.
+	PausedSince   time.Time        `json:"paused_since,omitzero"`
 	MasterCursors map[string]int64 `json:"master_cursors"`
 	// Epochs is each catalog's committed epoch (SPEC §2a); a catalog with a
 	// cursor but no epoch key is at epoch 0.
-	Epochs  map[string]int64 `json:"epochs"`
-	Members []MemberView     `json:"members"`
+	Epochs map[string]int64 `json:"epochs"`
+	// Metastore is each catalog's metastore as the master last read it: its
+	// current event id and the cluster's lag behind it. A catalog is absent
+	// while no live member that says it is master has published a read.
+	Metastore map[string]MetastoreView `json:"metastore"`
+	Members   []MemberView             `json:"members"`
 	// Problems are values that could not be read (each names its key and value).
 	Problems []string `json:"problems,omitempty"`
 }
@@ -94,8 +124,16 @@ type MemberCatalog struct {
 	StoredEpoch *int64 `json:"stored_epoch"`
 	// Lag is the master cursor minus Cursor, nil when either is unknown; for
 	// the live master, the lag behind the metastore its own status reports.
-	Lag       *int64 `json:"lag"`
-	LastError string `json:"last_error,omitempty"`
+	Lag *int64 `json:"lag"`
+	// MetastoreLag is the catalog's metastore current event id (Metastore)
+	// minus Cursor: how far this member is behind the metastore, nil when
+	// either is unknown.
+	MetastoreLag *int64 `json:"metastore_lag"`
+	// MetastoreError and MetastoreFailingSince: the member's reads of the
+	// metastore fail (CatalogProgress).
+	MetastoreError        string    `json:"metastore_error,omitempty"`
+	MetastoreFailingSince time.Time `json:"metastore_failing_since,omitzero"`
+	LastError             string    `json:"last_error,omitempty"`
 	// LastErrorTime is when LastError happened. The member stops publishing
 	// an error once the catalog has applied a batch after it.
 	LastErrorTime time.Time `json:"last_error_time,omitzero"`
@@ -106,6 +144,14 @@ type MemberCatalog struct {
 	LastHealTime time.Time `json:"last_heal_time,omitzero"`
 	// statusLag is the lag the member's status reports (CatalogProgress.Lag).
 	statusLag *int64
+}
+
+// metastoreRead is a catalog's current id as one member's status reports it.
+type metastoreRead struct {
+	member string
+	role   string
+	id     int64
+	at     time.Time
 }
 
 // Statuses reads the cluster's subtree in one request and assembles the status:
@@ -123,8 +169,9 @@ func (s *Store) Statuses(ctx context.Context) (ClusterStatus, error) {
 	if err != nil {
 		return ClusterStatus{}, fmt.Errorf("read %s/ from etcd: %w", root, err)
 	}
-	b := &statusBuild{s: s, members: map[string]*MemberView{}, leases: map[string]clientv3.LeaseID{},
-		cs: ClusterStatus{Root: root, Revision: resp.Header.Revision, MasterCursors: map[string]int64{}, Epochs: map[string]int64{}}}
+	b := &statusBuild{s: s, members: map[string]*MemberView{}, leases: map[string]clientv3.LeaseID{}, reads: map[string][]metastoreRead{},
+		cs: ClusterStatus{Root: root, Revision: resp.Header.Revision, MasterCursors: map[string]int64{}, Epochs: map[string]int64{},
+			Metastore: map[string]MetastoreView{}}}
 	for _, kv := range resp.Kvs {
 		b.add(kv)
 	}
@@ -140,6 +187,12 @@ type statusBuild struct {
 	members map[string]*MemberView
 	cands   []candidate
 	leases  map[string]clientv3.LeaseID // of the members with a status key
+	// reads are the metastore current ids the live statuses report, by catalog.
+	reads map[string][]metastoreRead
+	// pauseRev is the pause key's create revision, stamp the pause_since
+	// record (PausedSince when they match).
+	pauseRev int64
+	stamp    PauseStamp
 }
 
 // candidate is a member in the election, by its key's create revision.
@@ -165,7 +218,9 @@ func (b *statusBuild) add(kv *mvccpb.KeyValue) {
 	kind, member, catalog := b.s.keys.parseKey(key)
 	switch kind {
 	case kindPause:
-		b.cs.Paused, b.cs.PauseReason = true, string(kv.Value)
+		b.cs.Paused, b.cs.PauseReason, b.pauseRev = true, string(kv.Value), kv.CreateRevision
+	case kindPauseSince:
+		b.stamp, _ = parsePauseStamp(kv.Value)
 	case kindCandidate:
 		b.cands = append(b.cands, candidate{string(kv.Value), kv.CreateRevision})
 	case kindMasterCursor:
@@ -225,7 +280,11 @@ func (b *statusBuild) add(kv *mvccpb.KeyValue) {
 			lag := c.Lag
 			mc.Cursor, mc.LastError, mc.LastErrorTime, mc.statusLag = &v, c.LastError, c.LastErrorTime, &lag
 			mc.SelfHeals, mc.LastHeal, mc.LastHealTime = c.SelfHeals, c.LastHeal, c.LastHealTime
+			mc.MetastoreError, mc.MetastoreFailingSince = c.MetastoreError, c.MetastoreFailingSince
 			m.Catalogs[name] = mc
+			if c.MetastoreCurrent != nil && *c.MetastoreCurrent >= 0 {
+				b.reads[name] = append(b.reads[name], metastoreRead{member: member, role: st.Role, id: *c.MetastoreCurrent, at: c.MetastoreReadAt})
+			}
 		}
 		b.leases[member] = clientv3.LeaseID(kv.Lease)
 	}
@@ -275,9 +334,42 @@ func (b *statusBuild) leaseTimes(ctx context.Context) {
 	}
 }
 
+// metastore picks each catalog's metastore read: the elected master's, else
+// (right after a failover, before the new master's first status) the freshest
+// of those whose status says master; and the pause's time.
+func (b *statusBuild) metastore() {
+	cs := &b.cs
+	for catalog, reads := range b.reads {
+		var best metastoreRead
+		found := false
+		for _, r := range reads {
+			if r.member == cs.Master {
+				best, found = r, true
+				break
+			}
+			if r.role == RoleMaster && (!found || r.at.After(best.at)) {
+				best, found = r, true
+			}
+		}
+		if !found {
+			continue
+		}
+		v := MetastoreView{CurrentEventID: best.id, ReadAt: best.at, ReadBy: best.member}
+		if master, ok := cs.MasterCursors[catalog]; ok && master >= 0 {
+			lag := max(best.id-master, 0)
+			v.Lag = &lag
+		}
+		cs.Metastore[catalog] = v
+	}
+	if cs.Paused && b.stamp.Rev == b.pauseRev {
+		cs.PausedSince = b.stamp.Since
+	}
+}
+
 // finish fills each member's cursor (its live one, else its stored one) and its
-// lag behind the master cursor, and lists the members by name.
+// lag behind the master cursor and the metastore, and lists the members by name.
 func (b *statusBuild) finish() ClusterStatus {
+	b.metastore()
 	cs := b.cs
 	for _, m := range b.members {
 		for catalog, mc := range m.Catalogs {
@@ -292,6 +384,10 @@ func (b *statusBuild) finish() ClusterStatus {
 			} else if master, ok := cs.MasterCursors[catalog]; ok && mc.Cursor != nil && master >= 0 && *mc.Cursor >= 0 {
 				lag := master - *mc.Cursor
 				mc.Lag = &lag
+			}
+			if ms, ok := cs.Metastore[catalog]; ok && mc.Cursor != nil && *mc.Cursor >= 0 {
+				lag := max(ms.CurrentEventID-*mc.Cursor, 0)
+				mc.MetastoreLag = &lag
 			}
 			m.Catalogs[catalog] = mc
 		}

@@ -59,39 +59,46 @@ func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error
 		fmt.Fprintf(&b, "master:  %s (succession: %s)\n", cs.Master, strings.Join(cs.Candidates, ", "))
 	}
 	if cs.Paused {
-		fmt.Fprintf(&b, "paused:  yes (%s): the master does not advance until %s/pause is deleted\n", orDash(cs.PauseReason), cs.Root)
+		fmt.Fprintf(&b, "%s: the master does not advance until %s/pause is deleted; the lag behind the metastore grows meanwhile\n", pausedLine(cs, now), cs.Root)
 	}
 	var cursors []string
 	for _, cat := range slices.Sorted(maps.Keys(cs.MasterCursors)) {
 		cursors = append(cursors, fmt.Sprintf("%s=%d (epoch %d)", cat, cs.MasterCursors[cat], cs.Epochs[cat]))
 	}
 	fmt.Fprintf(&b, "cursors: %s\n", orDash(strings.Join(cursors, " ")))
+	var hms []string
+	for _, cat := range slices.Sorted(maps.Keys(cs.Metastore)) {
+		v := cs.Metastore[cat]
+		hms = append(hms, fmt.Sprintf("%s=%d (lag %s, read %s by %s)", cat, v.CurrentEventID, optInt(v.Lag), ago(now, v.ReadAt), v.ReadBy))
+	}
+	fmt.Fprintf(&b, "metastore: %s\n", orDash(strings.Join(hms, " ")))
 	for _, p := range cs.Problems {
 		fmt.Fprintf(&b, "problem: %s\n", p)
 	}
 	b.WriteString("\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tROLE\tLEASE\tFE\tVERSION\tUPDATED\tCATALOG\tCURSOR\tLAG\tHEALS\tLAST ERROR")
+	fmt.Fprintln(tw, "MEMBER\tROLE\tLEASE\tFE\tVERSION\tUPDATED\tCATALOG\tCURSOR\tLAG\tHMS LAG\tHEALS\tMETASTORE\tLAST ERROR")
 	for _, m := range cs.Members {
 		lease, updated := "-", "-"
 		if m.LeaseTTL >= 0 {
 			lease = fmt.Sprintf("%ds", m.LeaseTTL)
 		}
 		if !m.Time.IsZero() {
-			updated = now.Sub(m.Time).Truncate(time.Second).String() + " ago"
+			updated = ago(now, m.Time)
 		}
 		head := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", m.Member, m.Role, lease, orDash(m.FEURL), orDash(m.Version), updated)
 		cats := slices.Sorted(maps.Keys(m.Catalogs))
 		if len(cats) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\n", head)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\n", head)
 		}
 		for i, cat := range cats {
 			if i > 0 {
 				head = "\t\t\t\t\t"
 			}
 			mc := m.Catalogs[cat]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", head, cat, optInt(mc.Cursor), optInt(mc.Lag), heals(mc, now), lastError(mc, now))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", head, cat, optInt(mc.Cursor), optInt(mc.Lag), optInt(mc.MetastoreLag),
+				heals(mc, now), metastoreReads(m, mc, now), lastError(mc, now))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -99,6 +106,45 @@ func printStatus(w io.Writer, cs cursorstore.ClusterStatus, now time.Time) error
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// pausedLine is the pause in one line: since when (pause_since), how long,
+// and the operator's note.
+func pausedLine(cs cursorstore.ClusterStatus, now time.Time) string {
+	since := "an unknown time (no master has held for it yet)"
+	if !cs.PausedSince.IsZero() {
+		since = cs.PausedSince.UTC().Format(time.RFC3339) + ", " + ago(now, cs.PausedSince)
+	}
+	reason := cs.PauseReason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return fmt.Sprintf("PAUSED since %s (%s)", since, reason)
+}
+
+// maxMetastoreErrorCell bounds the error quoted in the METASTORE cell; --json
+// and /status have it whole.
+const maxMetastoreErrorCell = 120
+
+// metastoreReads is a member's reads of a catalog's metastore in a cell: ok,
+// or failing since when, with the error.
+func metastoreReads(m cursorstore.MemberView, mc cursorstore.MemberCatalog, now time.Time) string {
+	switch {
+	case !m.Live:
+		return "-"
+	case mc.MetastoreError == "":
+		return "ok"
+	}
+	e := mc.MetastoreError
+	if len(e) > maxMetastoreErrorCell {
+		e = strings.ToValidUTF8(e[:maxMetastoreErrorCell], "") + "…"
+	}
+	return fmt.Sprintf("failing for %s: %s", now.Sub(mc.MetastoreFailingSince).Truncate(time.Second), e)
+}
+
+// ago is how long before now t was, to the second.
+func ago(now, t time.Time) string {
+	return max(now.Sub(t), 0).Truncate(time.Second).String() + " ago"
 }
 
 // heals is a catalog's self-heals in a cell: how many, and the last one with
@@ -109,7 +155,7 @@ func heals(mc cursorstore.MemberCatalog, now time.Time) string {
 	}
 	s := fmt.Sprintf("%d (last: %s", mc.SelfHeals, mc.LastHeal)
 	if !mc.LastHealTime.IsZero() {
-		s += ", " + now.Sub(mc.LastHealTime).Truncate(time.Second).String() + " ago"
+		s += ", " + ago(now, mc.LastHealTime)
 	}
 	return s + ")"
 }

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/election"
+	"github.com/hmssync/hmssync/internal/testutil"
 	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
@@ -110,7 +113,7 @@ func TestStatusShowsMasterMembersAndLag(t *testing.T) {
 // under its header), so a cell with spaces ("3s ago", an error) stays whole.
 func tableRows(t *testing.T, out, prefix string) map[string]map[string]string {
 	t.Helper()
-	columns := []string{"MEMBER", "ROLE", "LEASE", "FE", "VERSION", "UPDATED", "CATALOG", "CURSOR", "LAG", "HEALS", "LAST ERROR"}
+	columns := []string{"MEMBER", "ROLE", "LEASE", "FE", "VERSION", "UPDATED", "CATALOG", "CURSOR", "LAG", "HMS LAG", "HEALS", "METASTORE", "LAST ERROR"}
 	lines := strings.Split(out, "\n")
 	var header string
 	for _, l := range lines {
@@ -145,4 +148,89 @@ func tableRows(t *testing.T, out, prefix string) map[string]map[string]string {
 		rows[row["MEMBER"]] = row
 	}
 	return rows
+}
+
+// status shows each catalog's metastore current event id as the master
+// published it, with the cluster's lag behind it and each member's; a member
+// whose metastore reads fail says so in its row; a paused cluster says since
+// when and why, in the table and in --json.
+func TestStatusShowsTheMetastoreAndThePause(t *testing.T) {
+	srv := etcdtest.New(t)
+	ep := srv.Endpoints()[0]
+	store := cursorstore.New(srv.Client, "", "test", time.Second, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	runMember(t, srv.Client, "fe-a")
+	publish := func(name string, st cursorstore.MemberStatus) {
+		pub, err := store.NewStatusPublisher(name, 10*time.Second, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { pub.Run(ctx) })
+		pub.Update(st)
+	}
+	read := time.Now().Add(-2 * time.Second)
+	current := int64(150)
+	publish("fe-a", cursorstore.MemberStatus{Role: cursorstore.RoleMaster, Catalogs: map[string]cursorstore.CatalogProgress{
+		"hive": {Cursor: 120, Lag: 30, MetastoreCurrent: &current, MetastoreReadAt: read}}})
+	const hmsErr = "read the metastore's current event id: dial tcp 10.0.0.9:9083: connection refused"
+	publish("fe-c", cursorstore.MemberStatus{Role: cursorstore.RoleFollower, Catalogs: map[string]cursorstore.CatalogProgress{
+		"hive": {Cursor: 110, MetastoreError: hmsErr, MetastoreFailingSince: time.Now().Add(-40 * time.Second)}}})
+	if _, err := store.SetMaster(ctx, "hive", 120); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	if err := store.SetPaused(ctx, true, "HMS upgrade, ask @alice"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Await(t, 10*time.Second, "both statuses in etcd", func() (bool, string) {
+		cs, err := store.Statuses(ctx)
+		return err == nil && len(cs.Members) == 2 && cs.Members[0].Live && cs.Members[1].Live, fmt.Sprintf("%+v %v", cs.Members, err)
+	})
+
+	out, err := runCLI(t, ep, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "metastore: hive=150 (lag 30, read 2s ago by fe-a)") {
+		t.Errorf("status lacks the metastore line of hive (150, lag 150-120, read 2s ago by fe-a):\n%s", out)
+	}
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "PAUSED since ") {
+			line = l
+		}
+	}
+	since, err := time.Parse(time.RFC3339, strings.TrimSuffix(strings.Fields(strings.TrimPrefix(line, "PAUSED since "))[0], ","))
+	if err != nil || since.Before(paused.Add(-time.Second).Truncate(time.Second)) || since.After(time.Now()) ||
+		!strings.Contains(line, "(HMS upgrade, ask @alice)") {
+		t.Errorf("pause line %q (%v): want PAUSED since the time it was set (%s) and the reason", line, err, paused.UTC().Format(time.RFC3339))
+	}
+	rows := tableRows(t, out, "fe-")
+	if a := rows["fe-a"]; a["ROLE"] != "master" || a["HMS LAG"] != "30" || a["METASTORE"] != "ok" {
+		t.Errorf("fe-a row %q: want master, HMS LAG 30, METASTORE ok", a)
+	}
+	c := rows["fe-c"]
+	if c["ROLE"] != "follower" || c["LAG"] != "10" || c["HMS LAG"] != "40" || !strings.HasPrefix(c["METASTORE"], "failing for 40s: "+hmsErr[:40]) {
+		t.Errorf("fe-c row %q: want follower, LAG 10, HMS LAG 40, METASTORE failing for 40s with the error", c)
+	}
+
+	out, err = runCLI(t, ep, "status", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs cursorstore.ClusterStatus
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatal(err)
+	}
+	if v := cs.Metastore["hive"]; v.CurrentEventID != 150 || v.Lag == nil || *v.Lag != 30 || v.ReadBy != "fe-a" || !v.ReadAt.Equal(read) {
+		t.Errorf("--json metastore of hive %+v: want 150, lag 30, read by fe-a at %s", v, read)
+	}
+	if !cs.Paused || cs.PausedSince.IsZero() || cs.PauseReason != "HMS upgrade, ask @alice" {
+		t.Errorf("--json pause: %v since %s (%q)", cs.Paused, cs.PausedSince, cs.PauseReason)
+	}
+	if mc := cs.Members[1].Catalogs["hive"]; mc.MetastoreError != hmsErr || mc.MetastoreLag == nil || *mc.MetastoreLag != 40 {
+		t.Errorf("--json fe-c: metastore_error %q, metastore_lag %v", mc.MetastoreError, mc.MetastoreLag)
+	}
 }
