@@ -16,12 +16,15 @@ import (
 	"github.com/hmssync/hmssync/cursorstore"
 )
 
-// statusCommand shows the cluster as etcd holds it: the master, every member's
-// role, FE, cursors and lag behind the master cursor, last error and lease.
+// statusCommand shows the cluster as etcd holds it: the master, the pause, each
+// catalog's committed cursor and the metastore's current event id (as the
+// master last read it), every member's role, FE, cursors, lag behind the master
+// cursor and behind the metastore, failing metastore reads, last error and
+// lease.
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "show members, roles, cursors and lag of a cluster, read from etcd",
+		Usage:     "show members, roles, cursors, the metastore's current event id and the lag behind it, read from etcd",
 		ArgsUsage: " ",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"},
@@ -127,7 +130,8 @@ func pausedLine(cs cursorstore.ClusterStatus, now time.Time) string {
 const maxMetastoreErrorCell = 120
 
 // metastoreReads is a member's reads of a catalog's metastore in a cell: ok,
-// or failing since when, with the error.
+// or failing for how long, with the error unless LAST ERROR shows it already
+// (a failing step's error is usually the failed read itself).
 func metastoreReads(m cursorstore.MemberView, mc cursorstore.MemberCatalog, now time.Time) string {
 	switch {
 	case !m.Live:
@@ -135,11 +139,15 @@ func metastoreReads(m cursorstore.MemberView, mc cursorstore.MemberCatalog, now 
 	case mc.MetastoreError == "":
 		return "ok"
 	}
+	cell := "failing for " + max(now.Sub(mc.MetastoreFailingSince), 0).Truncate(time.Second).String()
+	if strings.Contains(mc.LastError, mc.MetastoreError) {
+		return cell
+	}
 	e := mc.MetastoreError
 	if len(e) > maxMetastoreErrorCell {
 		e = strings.ToValidUTF8(e[:maxMetastoreErrorCell], "") + "…"
 	}
-	return fmt.Sprintf("failing for %s: %s", now.Sub(mc.MetastoreFailingSince).Truncate(time.Second), e)
+	return cell + ": " + e
 }
 
 // ago is how long before now t was, to the second.

@@ -234,3 +234,27 @@ func TestStatusShowsTheMetastoreAndThePause(t *testing.T) {
 		t.Errorf("--json fe-c: metastore_error %q, metastore_lag %v", mc.MetastoreError, mc.MetastoreLag)
 	}
 }
+
+// The METASTORE cell quotes the failed read only when LAST ERROR does not
+// already show it, and never for a member that is down.
+func TestMetastoreCell(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	const e = "fetch up to 1000 events after 4 from the metastore: i/o timeout"
+	failing := cursorstore.MemberCatalog{MetastoreError: e, MetastoreFailingSince: now.Add(-90 * time.Second)}
+	withLast := failing
+	withLast.LastError = e
+	for _, c := range []struct {
+		live bool
+		mc   cursorstore.MemberCatalog
+		want string
+	}{
+		{true, cursorstore.MemberCatalog{}, "ok"},
+		{false, failing, "-"},
+		{true, failing, "failing for 1m30s: " + e},
+		{true, withLast, "failing for 1m30s"},
+	} {
+		if got := metastoreReads(cursorstore.MemberView{Live: c.live}, c.mc, now); got != c.want {
+			t.Errorf("live %v, %+v: %q, want %q", c.live, c.mc, got, c.want)
+		}
+	}
+}
