@@ -169,6 +169,12 @@ func TestReadmeSingleNodeThenStatus(t *testing.T) {
 		t.Errorf("cursor get --config: %q, %v; want the committed cursor", got, err)
 	}
 
+	// A flag given with --config sets its key, checked as run checks it.
+	if _, err := runApp(context.Background(), "hmssync", "status", "--config", cfgFile, "--etcd-request-timeout", "0s"); err == nil ||
+		!strings.Contains(err.Error(), "etcd.request_timeout") {
+		t.Errorf("status --config with --etcd-request-timeout 0s: %v; want the loader's refusal of etcd.request_timeout", err)
+	}
+
 	// A typo in the cluster name, given as a flag or in the file.
 	badFile := filepath.Join(dir, "typo.yaml")
 	if err := os.WriteFile(badFile, []byte(strings.Replace(yaml, "cluster: default", "cluster: defualt", 1)), 0o600); err != nil {
