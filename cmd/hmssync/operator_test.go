@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
@@ -116,16 +118,32 @@ func TestReadmeSingleNodeThenStatus(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		_, err := runApp(ctx, run...)
-		done <- err
-	}()
+	// urfave/cli keeps some state in package variables (its help command,
+	// shared flags) that every App.Run writes as it sets up: the other
+	// commands below start only once run's own set-up is over and its action
+	// runs, which started orders.
+	app := newApp()
+	app.Writer, app.ErrWriter = io.Discard, io.Discard
+	started := make(chan struct{})
+	for _, cmd := range app.Commands {
+		if cmd.Name == "run" {
+			action := cmd.Action
+			cmd.Action = func(c *cli.Context) error { close(started); return action(c) }
+		}
+	}
+	go func() { done <- app.RunContext(ctx, run) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("%q: %v", run, err)
 		}
 	}()
+	select {
+	case <-started:
+	case err := <-done:
+		done <- err // for the deferred wait
+		t.Fatalf("%q ended before its action ran: %v", run, err)
+	}
 
 	// status reaches the embedded etcd at its default endpoint; here the
 	// variable names the test's port, as the embedded listen one does above.
