@@ -251,3 +251,14 @@ func TestMemberForget(t *testing.T) {
 		t.Errorf("member forget without a name: %v", err)
 	}
 }
+
+// A configuration file given without --config to an operator command is
+// refused with the fix, as run's is.
+func TestOperatorCommandsHintConfig(t *testing.T) {
+	for _, args := range [][]string{{"status", "run/sidecar.yaml"}, {"cursor", "get", "--catalog", "hive", "sidecar.yaml"}} {
+		_, err := runApp(context.Background(), append([]string{"hmssync"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "did you mean --config "+args[len(args)-1]+"?") {
+			t.Errorf("%q: %v; want the --config hint", args, err)
+		}
+	}
+}
