@@ -15,7 +15,7 @@ import (
 func benchSoakCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "soak",
-		Usage: "run three sidecars for --duration under load and faults; report the slopes of RSS, goroutines, file descriptors, etcd size and lag, and the final check",
+		Usage: "run three sidecars for --duration under load and faults; report the slopes of RSS, heap in use, goroutines, file descriptors, etcd size and lag, and the final check",
 		Description: `Runs everything on this machine: an embedded etcd (one member), a fake
 metastore whose workload appends --rate events per second of the project mix,
 three fake native FEs and three sidecar processes. Along the way the master is
@@ -23,7 +23,7 @@ killed (SIGKILL) and restarted every --failover-every, the etcd member is
 restarted in place every --etcd-restart-every, the metastore goes down and
 listens again with its state every --metastore-restart-every (each down for
 --downtime); no fault starts in the last --quiet. Every --sample-interval it
-records each sidecar's RSS, goroutines (its go_goroutines), open file
+records each sidecar's RSS, heap in use (go_memstats_heap_inuse_bytes), goroutines (its go_goroutines), open file
 descriptors (/proc/PID/fd) and lag, etcd's database size and the master's lag
 behind the metastore. The soak compacts etcd every minute (every tenth of a
 shorter run) and cleans the metastore's log below the lowest member cursor, as
@@ -49,7 +49,7 @@ the table (or --json) to stdout.`,
 			&cli.IntFlag{Name: "batch-size", Value: 1000, Usage: "catalogs[].batch_size of the sidecars"},
 			&cli.DurationFlag{Name: "poll-interval", Value: time.Second, Usage: "catalogs[].poll_interval of the sidecars"},
 			&cli.DurationFlag{Name: "busy-poll-interval", Value: 25 * time.Millisecond, Usage: "catalogs[].busy_poll_interval of the sidecars"},
-			&cli.StringSliceFlag{Name: "max-slope", Usage: "`NAME=VALUE`: fail when the slope NAME (rss_mib, goroutines, open_fds, etcd_db_mib, etcd_db_in_use_mib, lag_events) grows faster than VALUE per hour; repeatable"},
+			&cli.StringSliceFlag{Name: "max-slope", Usage: "`NAME=VALUE`: fail when the slope NAME (rss_mib, heap_inuse_mib, goroutines, open_fds, etcd_db_mib, etcd_db_in_use_mib, lag_events) grows faster than VALUE per hour; repeatable"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object instead of the table"},
 			&cli.StringFlag{Name: "json-file", Usage: "also write the JSON object to this file"},
 		},

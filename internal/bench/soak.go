@@ -34,7 +34,7 @@ import (
 // (the soak's etcd is one embedded member; its data directory and client
 // address survive the restart), the metastore closed and listening again on
 // the same address with its state. Every SampleEvery it records each
-// sidecar's RSS, goroutines, open file descriptors and lag, etcd's database
+// sidecar's RSS, heap in use, goroutines, open file descriptors and lag, etcd's database
 // size and the cluster's lag; at the end it stops the workload and checks that
 // every FE holds the metastore's state. The report gives each figure's
 // least-squares slope per hour over the samples after the warm-up.
@@ -679,6 +679,10 @@ type SoakMemberSample struct {
 	RSSBytes   int64   `json:"rss_bytes"`
 	Goroutines int64   `json:"goroutines"`
 	OpenFDs    int64   `json:"open_fds"`
+	// HeapInuseBytes is the sidecar's go_memstats_heap_inuse_bytes: the live
+	// heap's spans, which tell a leak apart from RSS the runtime has not yet
+	// returned to the kernel.
+	HeapInuseBytes int64 `json:"heap_inuse_bytes"`
 	// LagEvents is the sidecar's own hmssync_lag_events.
 	LagEvents int64 `json:"lag_events"`
 }
@@ -734,7 +738,7 @@ func (s *soak) sampleUntil(ctx context.Context, end time.Time, wdone chan error)
 			lastSay = time.Now()
 			var rss []string
 			for _, m := range sm.Members {
-				rss = append(rss, fmt.Sprintf("%s %.1f MiB %d goroutines %d fds", m.Member, float64(m.RSSBytes)/(1<<20), m.Goroutines, m.OpenFDs))
+				rss = append(rss, fmt.Sprintf("%s %.1f MiB (heap %.1f) %d goroutines %d fds", m.Member, float64(m.RSSBytes)/(1<<20), float64(m.HeapInuseBytes)/(1<<20), m.Goroutines, m.OpenFDs))
 			}
 			db := "etcd not answering"
 			if sm.EtcdDBBytes >= 0 {
@@ -782,16 +786,19 @@ func (s *soak) sample(ctx context.Context) (SoakSample, soakCursors) {
 		if sl.child == nil || sl.child.exited() {
 			continue
 		}
-		m := SoakMemberSample{Member: sl.cfg.Member, PID: sl.child.pid(), UpSeconds: now.Sub(sl.start).Seconds(), RSSBytes: -1, Goroutines: -1, OpenFDs: -1, LagEvents: -1}
+		m := SoakMemberSample{Member: sl.cfg.Member, PID: sl.child.pid(), UpSeconds: now.Sub(sl.start).Seconds(), RSSBytes: -1, Goroutines: -1, OpenFDs: -1, HeapInuseBytes: -1, LagEvents: -1}
 		if v, err := processRSS(m.PID); err == nil {
 			m.RSSBytes = v
 		}
 		if v, err := processOpenFDs(m.PID); err == nil {
 			m.OpenFDs = int64(v)
 		}
-		if vals, err := scrapeValues(ctx, s.hc, sl.cfg.HTTP.Listen, "go_goroutines", "hmssync_lag_events"); err == nil {
+		if vals, err := scrapeValues(ctx, s.hc, sl.cfg.HTTP.Listen, "go_goroutines", "go_memstats_heap_inuse_bytes", "hmssync_lag_events"); err == nil {
 			if v, ok := vals["go_goroutines"]; ok {
 				m.Goroutines = int64(v)
+			}
+			if v, ok := vals["go_memstats_heap_inuse_bytes"]; ok {
+				m.HeapInuseBytes = int64(v)
 			}
 			if v, ok := vals["hmssync_lag_events"]; ok {
 				m.LagEvents = int64(v)

@@ -21,7 +21,7 @@ func TestSoakSlopeHasOneInterceptPerProcess(t *testing.T) {
 		}
 		rss := base + 2*at/3600
 		samples = append(samples, SoakSample{AtSeconds: at, LagEvents: 10, EtcdDBBytes: 1 << 20, EtcdDBInUseBytes: 1 << 20, Members: []SoakMemberSample{
-			{Member: "sidecar-1", PID: pid, UpSeconds: up, RSSBytes: int64(rss * (1 << 20)), Goroutines: 50, OpenFDs: 20},
+			{Member: "sidecar-1", PID: pid, UpSeconds: up, RSSBytes: int64(rss * (1 << 20)), HeapInuseBytes: 12 << 20, Goroutines: 50, OpenFDs: 20},
 		}})
 	}
 	slopes := soakSlopes(samples, 0)

@@ -58,7 +58,7 @@ type SoakSlope struct {
 }
 
 // soakSlopeNames are the slopes a report has, in its order.
-var soakSlopeNames = []string{"rss_mib", "goroutines", "open_fds", "etcd_db_mib", "etcd_db_in_use_mib", "lag_events"}
+var soakSlopeNames = []string{"rss_mib", "heap_inuse_mib", "goroutines", "open_fds", "etcd_db_mib", "etcd_db_in_use_mib", "lag_events"}
 
 // soakPoint is one sample of one figure in one segment.
 type soakPoint struct {
@@ -78,6 +78,7 @@ func soakSlopes(samples []SoakSample, warmup float64) []SoakSlope {
 	var out []SoakSlope
 	for _, f := range []member{
 		{"rss_mib", "MiB", func(m SoakMemberSample) float64 { return mibOrMissing(m.RSSBytes) }},
+		{"heap_inuse_mib", "MiB", func(m SoakMemberSample) float64 { return mibOrMissing(m.HeapInuseBytes) }},
 		{"goroutines", "goroutines", func(m SoakMemberSample) float64 { return float64(m.Goroutines) }},
 		{"open_fds", "file descriptors", func(m SoakMemberSample) float64 { return float64(m.OpenFDs) }},
 	} {
