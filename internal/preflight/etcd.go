@@ -80,7 +80,8 @@ func checkEtcd(ctx context.Context, t Target) []Result {
 		return append(rs, fail(readName, err.Error(), etcdAuthFix(cfg.Username, root, err)))
 	}
 	rs = append(rs, pass(readName, fmt.Sprintf("%d keys", resp.Count)))
-	return append(rs, checkEtcdWrite(ctx, cli, e, root, t.Member))
+	rs = append(rs, checkEtcdWrite(ctx, cli, e, root, t.Member))
+	return append(rs, checkSeeds(ctx, cli, e, t.Catalogs)...)
 }
 
 // checkEtcdWrite proves what a sidecar does at start: grant a lease, write a key
