@@ -25,7 +25,11 @@ func newApp() *cli.App {
 			benchCommand(),
 			checkCommand(),
 			versionCommand(),
+			completionCommand(),
 		},
+		// Completion: the scripts of `hmssync completion` ask the binary
+		// (--generate-bash-completion) for the words that may follow.
+		EnableBashCompletion: true,
 		Flags:       []cli.Flag{versionFlag},
 		HideVersion: true, // versionFlag instead
 		Action:      rootAction,
