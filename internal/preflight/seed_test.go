@@ -21,6 +21,9 @@ func TestCheckReportsWhetherTheCursorIsSeeded(t *testing.T) {
 	tg.Catalogs = append(tg.Catalogs, preflight.Catalog{Name: "other", URIs: tg.Catalogs[0].URIs, HMSCatalog: "hive", Timeout: tg.Catalogs[0].Timeout, Window: 100})
 
 	rs := preflight.Run(context.Background(), tg)
+	if r := find(t, rs, "etcd read under"); !strings.Contains(r.Check, "(unauthenticated: no etcd.username)") {
+		t.Errorf("etcd read without a user: %q; want it said unauthenticated", r.Check)
+	}
 	if r := find(t, rs, "catalog hive: where the sidecars start"); !r.OK || !strings.Contains(r.Detail, "not seeded") || !strings.Contains(r.Detail, "full-refreshes") {
 		t.Fatalf("unseeded catalog: %+v; want it reported not seeded, with the full refresh that follows", r)
 	}
