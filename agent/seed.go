@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -18,6 +19,12 @@ import (
 // applies the events after it. It reports whether it did.
 func (l *catalogLoop) startFromSeed(ctx context.Context, own cursorstore.Cursor) (bool, error) {
 	m, err := l.store.MasterCursor(ctx, l.cat.Name)
+	var bad *cursorstore.BadValueError
+	if errors.As(err, &bad) {
+		// Not a seed to start from: the step's own read of the committed
+		// cursor reports the bad value and what to do.
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("read the master cursor from etcd: %w", err)
 	}

@@ -154,6 +154,20 @@ func TestSeedIsTakenOnlyByMembersOutsideItsLineage(t *testing.T) {
 			t.Fatalf("refreshes %d, events %v; want 0 and 8..10 (started from the forced seed)", r.fe.refreshes(), got)
 		}
 	})
+	t.Run("unreadable seed", func(t *testing.T) {
+		log := &memLog{}
+		log.add("ALTER_TABLE", 10)
+		store := newMemStore()
+		store.seedAt(3, "")
+		store.seed.Bad = "not the JSON `hmssync cursor seed` writes"
+		r := newRig(t, log, store, rigOpts{})
+		logs := r.observe()
+		r.becomeMaster()
+		r.run(10)
+		if n := r.fe.refreshes(); n != 1 || logs.FilterMessageSnippet("seed is unreadable").Len() != 1 {
+			t.Fatalf("%d full refreshes, logs %v; want 1, with the unreadable seed said", n, logs.All())
+		}
+	})
 	t.Run("seed of a replaced lineage", func(t *testing.T) {
 		log := &memLog{}
 		log.add("ALTER_TABLE", 10)
