@@ -193,6 +193,9 @@ func (l *catalogLoop) loadOwn(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read this member's cursor from etcd: %w", err)
 	}
+	if seeded, err := l.startFromSeed(ctx, c); err != nil || seeded {
+		return err
+	}
 	if c.Exists && c.Value >= 0 {
 		l.cursor.resume(c.Value, c.Epoch)
 		l.log.Info("resuming from this member's durable cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch))

@@ -315,7 +315,8 @@ type memStore struct {
 	members         map[string][2]int64
 	memberWrites    map[string][]int64 // every value each member wrote
 	commits, rewind int
-	committed       []int64 // every value a fenced write committed, in order
+	committed       []int64          // every value a fenced write committed, in order
+	seed            cursorstore.Seed // the seed key (hmssync cursor seed)
 }
 
 func newMemStore() *memStore {
@@ -324,6 +325,7 @@ func newMemStore() *memStore {
 
 func (s *memStore) masterLocked() cursorstore.Cursor {
 	c := cursorstore.Cursor{Exists: s.cursorRev != 0, Rev: s.cursorRev, Epoch: s.epoch, EpochRev: s.epochRev, Metastore: s.uuid, MetastoreRev: s.uuidRev}
+	c.Seed = s.seed
 	if c.Exists {
 		c.Value, c.Raw = s.cursor, fmt.Sprint(s.cursor)
 	}

@@ -37,6 +37,8 @@ type Cursor struct {
 	// none was recorded); master cursors only. MetastoreRev is its ModRevision.
 	Metastore    string
 	MetastoreRev int64
+	// Seed is the catalog's seed key (seed.go); master cursors only.
+	Seed Seed
 }
 
 // String is the cursor as `cursor get` prints it: the decimal value or "unset".
@@ -143,6 +145,7 @@ func (s *Store) parseMaster(catalog string, kvs []*mvccpb.KeyValue) (Cursor, err
 	}
 	e, eerr := parseEpoch(s.keys.masterEpoch(catalog), epochKV, s.epochFix(catalog))
 	c.Epoch, c.EpochRev = e.value, e.rev
+	c.Seed = s.seedFromKVs(catalog, kvs)
 	if err == nil {
 		err = eerr
 	}

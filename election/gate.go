@@ -7,12 +7,19 @@ import (
 	"go.uber.org/zap"
 )
 
-// waitGate returns true once the candidacy gate is open, false if ctx ended first.
-func (e *Elector) waitGate(ctx context.Context) bool {
+// waitGate returns true once the candidacy gate is open, false if ctx ended
+// first. first says whether the member has not campaigned yet: at start the
+// gate is closed until the FE passes its first health check, which is the
+// normal course of a start, not a problem, and is logged as such.
+func (e *Elector) waitGate(ctx context.Context, first bool) bool {
 	if e.cfg.CanLead == nil || e.cfg.CanLead() {
 		return true
 	}
-	e.log.Info("not campaigning: candidacy gate is false")
+	if first {
+		e.log.Info("waiting for the candidacy gate (the FE health check) to open before campaigning")
+	} else {
+		e.log.Info("not campaigning: the candidacy gate (the FE health check) closed; campaigning again once it opens")
+	}
 	t := time.NewTicker(e.cfg.GateInterval)
 	defer t.Stop()
 	for {
@@ -21,7 +28,7 @@ func (e *Elector) waitGate(ctx context.Context) bool {
 			return false
 		case <-t.C:
 			if e.cfg.CanLead() {
-				e.log.Info("candidacy gate is true again; campaigning")
+				e.log.Info("candidacy gate open; campaigning")
 				return true
 			}
 		}

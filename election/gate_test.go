@@ -2,11 +2,15 @@ package election_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hmssync/hmssync/election"
 	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
@@ -94,5 +98,29 @@ func TestGateFlickerShorterThanGraceKeepsTheMaster(t *testing.T) {
 	case <-term.Done:
 		t.Fatal("master resigned although the gate was false for far less than the grace")
 	default:
+	}
+}
+
+// At start the gate is closed until the FE's first health check passes: the
+// elector says it waits, at info, in words that do not read as a failure; a
+// gate that closes after campaigning is said to have closed.
+func TestGateAtStartIsLoggedAsAWaitNotAProblem(t *testing.T) {
+	srv := etcdtest.New(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	var gate atomic.Bool
+	m := start(t, srv.NewClient(t), "a", func(c *election.Config) {
+		c.CanLead = gate.Load
+		c.GateInterval = 10 * time.Millisecond
+		c.GateGrace = 50 * time.Millisecond
+		c.Logger = zap.New(core)
+	})
+	eventually(t, 5*time.Second, "the wait logged", func() bool { return logs.FilterMessageSnippet("candidacy gate").Len() > 0 })
+	gate.Store(true)
+	eventually(t, 10*time.Second, "master once the gate opens", m.el.IsMaster)
+	gate.Store(false)
+	eventually(t, 10*time.Second, "the closed gate logged", func() bool { return logs.FilterMessageSnippet("closed").Len() > 0 })
+	first := logs.FilterMessageSnippet("candidacy gate").All()[0]
+	if first.Level != zapcore.InfoLevel || !strings.Contains(first.Message, "waiting") || strings.Contains(first.Message, "false") {
+		t.Fatalf("first gate line %s %q; want info, saying it waits (not that the gate is false)", first.Level, first.Message)
 	}
 }

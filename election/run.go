@@ -26,8 +26,8 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer wg.Wait()
 
 	delay := retry.NewDelay(100*time.Millisecond, e.cfg.LeaseTTL)
-	for {
-		if !e.waitGate(ctx) {
+	for first := true; ; first = false {
+		if !e.waitGate(ctx, first) {
 			return nil
 		}
 		err := e.candidacy(ctx)

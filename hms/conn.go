@@ -120,6 +120,9 @@ func (c *conn) close() { c.nc.Close() }
 // close, after which the metastore is asked whether it speaks SASL), or a
 // transport that does not match.
 func (c *Client) firstCallHint(ctx context.Context, cn *conn, err error) error {
+	if h := httpReplyHint(cn.nt.head, cn.uri); h != nil {
+		return fmt.Errorf("%w (%v)", h, err)
+	}
 	if h := saslReplyHint(cn.nt.head); h != nil {
 		return fmt.Errorf("%w (%v)", h, err)
 	}

@@ -75,6 +75,11 @@ func (s *Server) answerShow(w http.ResponseWriter, stmt string) bool {
 		for k, v := range c.Properties {
 			props[k] = v
 		}
+		s.m.mu.Lock()
+		for k, v := range s.m.altered[c.Name] {
+			props[k] = v
+		}
+		s.m.mu.Unlock()
 		keys := make([]string, 0, len(props))
 		for k := range props {
 			keys = append(keys, k)
@@ -116,4 +121,81 @@ func writeResultSet(w http.ResponseWriter, columns []string, rows [][]string) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"msg": "success", "code": 0, "count": 0,
 		"data": map[string]any{"type": "result_set", "meta": meta, "data": rows, "time": 0}})
+}
+
+// alterStatement recognises ALTER CATALOG <name> SET PROPERTIES ("k" = "v", ...):
+// ok is false for any other statement, err says what is wrong with one that
+// starts so.
+func alterStatement(sql string) (name string, props map[string]string, ok bool, err error) {
+	toks, lerr := lex(sql)
+	if lerr != nil {
+		return "", nil, false, nil
+	}
+	p := &parser{toks: toks}
+	if !p.keyword("ALTER") || !p.keyword("CATALOG") {
+		return "", nil, false, nil
+	}
+	t := p.next()
+	if t.kind != tokWord && t.kind != tokQuoted {
+		return "", nil, true, fmt.Errorf("mismatched input %s at position %d, expecting a catalog name", t, t.pos)
+	}
+	name = t.text
+	if !p.keyword("SET") || !p.keyword("PROPERTIES") {
+		return name, nil, true, fmt.Errorf("this FE only answers ALTER CATALOG %s SET PROPERTIES (...)", name)
+	}
+	if err := p.expect(tokPunct, "(", "'('"); err != nil {
+		return name, nil, true, err
+	}
+	props = map[string]string{}
+	for {
+		k, eq, v := p.next(), p.next(), p.next()
+		if k.kind != tokString || eq.kind != tokPunct || eq.text != "=" || v.kind != tokString {
+			return name, nil, true, fmt.Errorf("mismatched input at position %d, expecting \"name\" = \"value\"", k.pos)
+		}
+		props[k.text] = v.text
+		switch sep := p.next(); {
+		case sep.kind == tokPunct && sep.text == ")":
+			if n := p.peek(); n.kind == tokPunct && n.text == ";" {
+				p.next()
+			}
+			if n := p.peek(); n.kind != tokEOF {
+				return name, nil, true, fmt.Errorf("extraneous input %s at position %d", n, n.pos)
+			}
+			return name, props, true, nil
+		case sep.kind != tokPunct || sep.text != ",":
+			return name, nil, true, fmt.Errorf("mismatched input %s at position %d, expecting ',' or ')'", sep, sep.pos)
+		}
+	}
+}
+
+// answerAlter answers ALTER CATALOG <name> SET PROPERTIES: the properties of a
+// declared catalog change (SHOW CREATE CATALOG shows them) on every endpoint
+// sharing the model. It reports whether the statement was one.
+func (s *Server) answerAlter(w http.ResponseWriter, stmt string) bool {
+	name, props, ok, err := alterStatement(stmt)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		writeEnvelope(w, 1, "Failed to execute sql: errCode = 2, detailMessage = Syntax error: "+err.Error())
+		return true
+	}
+	if !s.declared(name) || s.catalogs == nil {
+		writeEnvelope(w, 1, fmt.Sprintf("Failed to execute sql: errCode = 2, detailMessage = Unknown catalog '%s'", name))
+		return true
+	}
+	s.m.mu.Lock()
+	if s.m.altered == nil {
+		s.m.altered = map[string]map[string]string{}
+	}
+	if s.m.altered[name] == nil {
+		s.m.altered[name] = map[string]string{}
+	}
+	for k, v := range props {
+		s.m.altered[name][k] = v
+	}
+	s.m.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"msg": "success", "code": 0, "count": 0,
+		"data": map[string]any{"type": "exec_status", "status": map[string]any{}}})
+	return true
 }

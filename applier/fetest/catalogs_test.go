@@ -99,3 +99,37 @@ func TestNativeStateOfAnUndeclaredCatalogIs404(t *testing.T) {
 		}
 	}
 }
+
+// ALTER CATALOG … SET PROPERTIES changes what SHOW CREATE CATALOG shows, on
+// every endpoint of a cluster; a malformed one or an unknown catalog is an
+// error, and nothing changes.
+func TestAlterCatalogSetsProperties(t *testing.T) {
+	c := NewCluster(2, Options{Catalogs: []Catalog{{Name: "hive", Properties: map[string]string{
+		"type": "hms", "hive.enable_hms_events_incremental_sync": "true"}}}})
+	defer c.Close()
+	ddl := func(s *Server) string {
+		t.Helper()
+		a := exec(t, s, "SHOW CREATE CATALOG hive")
+		mustOK(t, a, "SHOW CREATE CATALOG")
+		return string(a.Data)
+	}
+	for _, bad := range []string{
+		`ALTER CATALOG other SET PROPERTIES ("hive.enable_hms_events_incremental_sync" = "false")`,
+		`ALTER CATALOG hive SET PROPERTIES ("hive.enable_hms_events_incremental_sync" "false")`,
+		`ALTER CATALOG hive RENAME h2`,
+	} {
+		if a := exec(t, c.Server(0), bad); a.Code != 1 {
+			t.Errorf("%s: want code 1, got %s", bad, a.Raw)
+		}
+	}
+	a := exec(t, c.Server(0), "ALTER CATALOG `hive` SET PROPERTIES (\"hive.enable_hms_events_incremental_sync\" = \"false\", \"k\" = \"v\");")
+	mustOK(t, a, "ALTER CATALOG")
+	for i := range 2 {
+		got := ddl(c.Server(i))
+		for _, want := range []string{`\"hive.enable_hms_events_incremental_sync\" = \"false\"`, `\"k\" = \"v\"`, `\"type\" = \"hms\"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("endpoint %d: DDL %s lacks %s", i, got, want)
+			}
+		}
+	}
+}

@@ -30,6 +30,9 @@ type model struct {
 	applied    map[string]int64         // native: last to_event_id applied
 	statements []string
 	changes    []ReceivedBatch
+	// altered holds the catalog properties ALTER CATALOG set (catalogs.go),
+	// shared by a cluster's endpoints as Doris replicates DDL.
+	altered map[string]map[string]string
 }
 
 type catalogCache struct {

@@ -69,7 +69,7 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	if s.answerShow(w, body.Stmt) {
+	if s.answerShow(w, body.Stmt) || s.answerAlter(w, body.Stmt) {
 		return
 	}
 	st, err := ParseStatement(body.Stmt)

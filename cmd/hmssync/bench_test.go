@@ -164,7 +164,9 @@ const benchSidecars = 3
 // bench starts them from its own executable as `hmssync bench sidecar`, which
 // here is this binary, so it runs the command instead of the tests.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == "sidecar" {
+	// HMSSYNC_TEST_AS_CLI: a test runs this binary as the hmssync command
+	// (completion_test.go's shells).
+	if (len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == "sidecar") || os.Getenv("HMSSYNC_TEST_AS_CLI") == "1" {
 		if err := newApp().Run(append([]string{"hmssync"}, os.Args[1:]...)); err != nil {
 			fmt.Fprintln(os.Stderr, "hmssync:", err)
 			if ec, ok := err.(cli.ExitCoder); ok {

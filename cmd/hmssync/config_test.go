@@ -87,3 +87,14 @@ func TestOperatorCommandsReadPasswordFilesAsRunDoes(t *testing.T) {
 		t.Errorf("operator commands with a 1 MiB password file: %v; want it refused by its size", err)
 	}
 }
+
+// --check-config prints what the sidecar does: a catalog without hms_auth
+// connects with mechanism none, which is printed so.
+func TestCheckConfigPrintsMechanismNone(t *testing.T) {
+	f := writeFile(t, "cluster: c\nmember: m\netcd: {endpoints: [http://127.0.0.1:2379]}\nfe: {url: http://127.0.0.1:8030, dialect: log}\n"+
+		"catalogs:\n  - {name: hive, hms_uris: [thrift://127.0.0.1:9083]}\n")
+	out, err := runArgs("run", "--config", f, "--check-config")
+	if err != nil || !strings.Contains(out, "hms_auth:\n        mechanism: none\n") {
+		t.Fatalf("--check-config: %v\n%s\nwant hms_auth.mechanism: none", err, out)
+	}
+}

@@ -57,6 +57,7 @@ func cursorCommand() *cli.Command {
 				Flags:     withEtcd(catalog(), force()),
 				Action:    cursorReset,
 			},
+			cursorSeedCommand(),
 		},
 	}
 }

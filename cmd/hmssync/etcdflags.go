@@ -33,7 +33,7 @@ func etcdFlags() []cli.Flag {
 		&cli.StringFlag{Name: "config", Category: cat, EnvVars: []string{"HMSSYNC_CONFIG"},
 			Usage: "the sidecar's configuration `FILE` (as for run): cluster, etcd endpoints, prefix, credentials and TLS come from it; the flags below win over it"},
 		&cli.StringFlag{Name: "etcd-endpoints", Category: cat, Value: defaultEtcdEndpoint, EnvVars: []string{"HMSSYNC_ETCD_ENDPOINTS"},
-			Usage: "comma-separated etcd client URLs"},
+			Usage: "comma-separated etcd client URLs (a bare host:port is http://, or https:// with --etcd-ca-file or --etcd-cert-file)"},
 		&cli.StringFlag{Name: "etcd-prefix", Category: cat, Value: cursorstore.DefaultPrefix, EnvVars: []string{"HMSSYNC_ETCD_PREFIX"},
 			Usage: "key prefix; the cluster's keys live under `PREFIX`/<cluster>"},
 		&cli.StringFlag{Name: "cluster", Category: cat, Value: config.Default().Cluster, EnvVars: []string{"HMSSYNC_CLUSTER"},
@@ -141,9 +141,10 @@ func etcdTargetFromFlags(c *cli.Context) (etcdTarget, error) {
 		fmt.Fprintln(c.App.ErrWriter, "warning:", w)
 	}
 	var endpoints []string
+	tls := c.String("etcd-ca-file") != "" || c.String("etcd-cert-file") != ""
 	for _, ep := range strings.Split(c.String("etcd-endpoints"), ",") {
 		if ep = strings.TrimSpace(ep); ep != "" {
-			endpoints = append(endpoints, ep)
+			endpoints = append(endpoints, config.EtcdEndpointURL(ep, tls))
 		}
 	}
 	return etcdTarget{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/testutil/etcdtest"
 )
 
@@ -88,6 +89,36 @@ func TestOperatorCommandsValidateNamesAsRunDoes(t *testing.T) {
 		err := app.Run(append([]string{"hmssync"}, append(c.args, "--etcd-endpoints", "127.0.0.1:1", "--etcd-dial-timeout", "200ms")...))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "does not answer") {
 			t.Errorf("%q: %v; want the name refused, naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+// A scheme-less etcd endpoint (127.0.0.1:2379) is http:// to every command,
+// through the flags and through the configuration file alike.
+func TestSchemelessEtcdEndpointsAreHTTPEverywhere(t *testing.T) {
+	srv := etcdtest.New(t)
+	bare := strings.TrimPrefix(srv.Endpoints()[0], "http://")
+	if bare == srv.Endpoints()[0] {
+		t.Fatalf("endpoint %s has no http:// to strip", bare)
+	}
+	hms := hmstest.NewServer()
+	defer hms.Close()
+	must(t, hms.CreateDatabase("sales"))
+	cfg := seedConfig(t, hms.URI(), bare, "http://127.0.0.1:1", "log")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--config", cfg, "--check-config"}, "http://" + bare},
+		{[]string{"cursor", "get", "--cluster", "test", "--etcd-endpoints", bare, "--catalog", "hive", "--allow-new"}, "unset"},
+		{[]string{"cursor", "seed", "--config", cfg, "--catalog", "hive", "--current"}, "seeded /hmssync/test/catalogs/hive/cursor"},
+		{[]string{"cursor", "get", "--cluster", "test", "--etcd-endpoints", bare, "--catalog", "hive"}, "1"},
+		{[]string{"status", "--cluster", "test", "--etcd-endpoints", bare}, ""},
+		{[]string{"check", "--config", cfg}, "✓ etcd endpoint http://" + bare + " answers"},
+	} {
+		out, err := runArgs(c.args...)
+		if err != nil || !strings.Contains(out, c.want) {
+			t.Errorf("hmssync %s: %v\n%s\nwant it to reach etcd at %s (%q)", strings.Join(c.args, " "), err, out, bare, c.want)
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -45,8 +47,11 @@ func eventsCommand() *cli.Command {
 			},
 			{
 				Name:  "tail",
-				Usage: "print a metastore's notification events as they arrive (JSON lines)",
+				Usage: "print a metastore's notification events as they arrive (one short line each on a terminal, else JSON lines)",
 				Flags: append([]cli.Flag{
+					&cli.BoolFlag{Name: "compact", Usage: "one short line per event: id, time, type, db.table, message size (the default on a terminal)"},
+					&cli.BoolFlag{Name: "json", Usage: "each event's full JSON, one per line (the default when not on a terminal)"},
+					&cli.DurationFlag{Name: "connect-timeout", Value: 5 * time.Second, Usage: "bound of connecting and of the first answer (get_current_notificationEventId)"},
 					&cli.StringFlag{Name: "hms", Required: true, Usage: "metastore URIs, comma-separated: thrift://h:9083[,thrift://h2:9083]"},
 					&cli.Int64Flag{Name: "from", Value: -1, Usage: "print events after this id (default: the current id, i.e. only new events)"},
 					&cli.BoolFlag{Name: "decode", Usage: "print each event's descriptors after it"},
@@ -79,12 +84,21 @@ func tailEvents(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("compact") && c.Bool("json") {
+		return errors.New("--compact and --json: give one (on a terminal the default is --compact, else --json)")
+	}
+	compact := c.Bool("compact") || (!c.Bool("json") && isTerminal(c.App.Writer))
+	timeout := c.Duration("connect-timeout")
+	if timeout <= 0 {
+		return errors.New("--connect-timeout must be positive")
+	}
 	client, err := hms.NewClient(hms.ClientConfig{
-		URIs:     strings.Split(c.String("hms"), ","),
-		Framed:   c.Bool("framed"),
-		TLS:      tlsCfg,
-		Kerberos: krb,
-		UGIUser:  c.String("ugi-user"),
+		URIs:        strings.Split(c.String("hms"), ","),
+		DialTimeout: timeout,
+		Framed:      c.Bool("framed"),
+		TLS:         tlsCfg,
+		Kerberos:    krb,
+		UGIUser:     c.String("ugi-user"),
 	})
 	if err != nil {
 		return err
@@ -93,10 +107,51 @@ func tailEvents(c *cli.Context) error {
 	if c.Int("batch") <= 0 || c.Duration("poll") <= 0 {
 		return errors.New("--batch and --poll must be positive")
 	}
+	if err := probeMetastore(ctx, client, c.String("hms"), tlsCfg, timeout); err != nil {
+		return err
+	}
 	return eventlines.Tail(ctx, client, c.App.Writer, c.App.ErrWriter, eventlines.TailOptions{
 		From: c.Int64("from"), Batch: c.Int("batch"), Poll: c.Duration("poll"),
-		Decode: c.Bool("decode"), Decoder: message.NewDecoder(c.String("hms-catalog")),
+		Decode: c.Bool("decode"), Decoder: message.NewDecoder(c.String("hms-catalog")), Compact: compact,
 	})
+}
+
+// probeMetastore asks for the current event id, so that a URI naming
+// something else than a metastore fails at once, within timeout: half of it for
+// the Thrift call, the rest to ask the URIs that did not answer whether they
+// are web servers (which wait, silent, for a request line that a Thrift
+// message never completes).
+func probeMetastore(ctx context.Context, client *hms.Client, uris string, tlsCfg *tls.Config, timeout time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, timeout/2)
+	defer cancel()
+	_, err := client.CurrentEventID(pctx)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return nil
+	case !errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	list := strings.Split(uris, ",")
+	for _, u := range list {
+		hctx, cancel := context.WithTimeout(ctx, timeout/2/time.Duration(len(list)))
+		herr := hms.ProbeHTTP(hctx, u, tlsCfg)
+		cancel()
+		if herr != nil {
+			return herr
+		}
+	}
+	return fmt.Errorf("not a Thrift metastore at %s, or one that does not answer: no answer to get_current_notificationEventId within %s (%w); "+
+		"check the URI's port (the metastore's is 9083 by default), --framed, --tls and --auth-*", uris, timeout/2, err)
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // tailFlags maps the hms_tls keys to the flags of `events tail`, for errors.

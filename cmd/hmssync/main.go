@@ -26,10 +26,14 @@ func newApp() *cli.App {
 			benchCommand(),
 			checkCommand(),
 			versionCommand(),
+			completionCommand(),
 		},
-		Flags:       []cli.Flag{versionFlag},
-		HideVersion: true, // versionFlag instead
-		Action:      rootAction,
+		// Completion: the scripts of `hmssync completion` ask the binary
+		// (--generate-bash-completion) for the words that may follow.
+		EnableBashCompletion: true,
+		Flags:                []cli.Flag{versionFlag},
+		HideVersion:          true, // versionFlag instead
+		Action:               rootAction,
 		// Errors are printed once, by main, so that every command fails the same way.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}

@@ -169,6 +169,7 @@ func CatalogDefaults(name string) Catalog {
 		BusyPoll:     busyPollUnset,
 		// Push-down reads the same changes as the whole log (agent/pushdown.go).
 		FilterPushdown: true,
+		HMSAuth:        HMSAuth{Mechanism: "none"},
 	}
 }
 

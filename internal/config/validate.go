@@ -28,6 +28,10 @@ func (c *Config) Validate() error { return c.validate(nil) }
 func (c *Config) validate(checkKerberos func(Kerberos) error) error {
 	var p problems
 	c.validateNames(&p)
+	tlsSet := c.Etcd.TLS.CAFile != "" || c.Etcd.TLS.CertFile != ""
+	for i, ep := range c.Etcd.Endpoints {
+		c.Etcd.Endpoints[i] = EtcdEndpointURL(ep, tlsSet)
+	}
 	c.Etcd.validate(&p, c.FE.PasswordFile)
 	c.FE.validate(&p)
 	if len(c.Catalogs) == 0 {
@@ -117,7 +121,7 @@ func (e Etcd) validateEndpoints(p *problems) {
 	for i, ep := range e.Endpoints {
 		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "" || u.User != nil {
-			want := "want http://host:port or https://host:port"
+			want := "want http://host:port, https://host:port or host:port"
 			if redact.HasUserInfo(ep) {
 				want = "want no user information in the URL: use etcd.username and etcd.password_file or HMSSYNC_ETCD_PASSWORD"
 			}

@@ -23,6 +23,9 @@ type TailOptions struct {
 	// Decode prints each event's descriptors (Decoder's) after it.
 	Decode  bool
 	Decoder message.Decoder
+	// Compact prints one short line per event (WriteCompact) instead of its
+	// JSON.
+	Compact bool
 }
 
 // Tail prints the events of client's log to out as JSON lines until ctx ends
@@ -73,7 +76,7 @@ func Tail(ctx context.Context, client *hms.Client, out, errOut io.Writer, o Tail
 				continue
 			}
 			for _, ev := range f.Events {
-				if err := writeLine(w, ev); err != nil {
+				if err := writeEvent(w, ev, o.Compact); err != nil {
 					return err
 				}
 				if decode {
@@ -98,4 +101,38 @@ func Tail(ctx context.Context, client *hms.Client, out, errOut io.Writer, o Tail
 		case <-t.C:
 		}
 	}
+}
+
+// writeEvent writes ev as a JSON line, or compact.
+func writeEvent(w io.Writer, ev message.Event, compact bool) error {
+	if compact {
+		return WriteCompact(w, ev)
+	}
+	return writeLine(w, ev)
+}
+
+// WriteCompact writes ev as one short line: id, time (UTC), type, db.table
+// ("-" for none) and the message's size, e.g.
+// "48213 2026-12-04T21:14:31Z ADD_PARTITION sales.orders 1.2KiB".
+func WriteCompact(w io.Writer, ev message.Event) error {
+	obj := "-"
+	switch {
+	case ev.DB != "" && ev.Table != "":
+		obj = ev.DB + "." + ev.Table
+	case ev.DB != "":
+		obj = ev.DB
+	}
+	_, err := fmt.Fprintf(w, "%d %s %s %s %s\n", ev.ID, time.Unix(int64(ev.Time), 0).UTC().Format(time.RFC3339), ev.Type, obj, size(len(ev.Message)))
+	return err
+}
+
+// size is a byte count as B, KiB or MiB with one decimal.
+func size(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
 }

@@ -75,12 +75,16 @@ func checkEtcd(ctx context.Context, t Target) []Result {
 	rctx, cancel := context.WithTimeout(ctx, e.RequestTimeout)
 	resp, err := cli.Get(clientv3.WithRequireLeader(rctx), root+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	cancel()
-	readName := "etcd read under " + root + "/ (authenticated)"
+	readName := fmt.Sprintf("etcd read under %s/ (authenticated as user %q)", root, cfg.Username)
+	if cfg.Username == "" {
+		readName = "etcd read under " + root + "/ (unauthenticated: no etcd.username)"
+	}
 	if err != nil {
 		return append(rs, fail(readName, err.Error(), etcdAuthFix(cfg.Username, root, err)))
 	}
 	rs = append(rs, pass(readName, fmt.Sprintf("%d keys", resp.Count)))
-	return append(rs, checkEtcdWrite(ctx, cli, e, root, t.Member))
+	rs = append(rs, checkEtcdWrite(ctx, cli, e, root, t.Member))
+	return append(rs, checkSeeds(ctx, cli, e, t.Catalogs)...)
 }
 
 // checkEtcdWrite proves what a sidecar does at start: grant a lease, write a key

@@ -43,7 +43,7 @@ func TestEtcdCredentialsAndPermissionsAreChecked(t *testing.T) {
 	tg.Etcd.Client.Username, tg.Etcd.Client.Password = "limited", "pw"
 	rs := preflight.Run(ctx, tg)
 	r := find(t, rs, "etcd read under /hmssync/prod/")
-	if r.OK || !strings.Contains(r.Fix, `grant the etcd user "limited"`) || !strings.Contains(r.Fix, "/hmssync/prod/") {
+	if r.OK || !strings.Contains(r.Fix, `grant the etcd user "limited"`) || !strings.Contains(r.Fix, "/hmssync/prod/") || !strings.Contains(r.Check, `authenticated as user "limited"`) {
 		t.Errorf("a user without permission on the prefix: %+v", r)
 	}
 

@@ -89,23 +89,16 @@ var eventSyncProperty = regexp.MustCompile(`"hive\.enable_hms_events_incremental
 
 func checkDorisEventSync(ctx context.Context, hc *http.Client, fe FE, catalog string) Result {
 	name := fmt.Sprintf("catalog %s: the FE's own event sync is off", catalog)
-	show, err := dorisQuery(ctx, hc, fe, "SHOW CREATE CATALOG "+quoteIdent(catalog))
-	if err != nil {
-		return fail(name, "SHOW CREATE CATALOG: "+err.Error(), "the user needs SHOW on the catalog")
-	}
-	if len(show.rows) == 0 {
-		return fail(name, "SHOW CREATE CATALOG returned no row", "check the FE's logs")
-	}
-	ddl := show.cell(0, "CreateCatalog")
-	m := eventSyncProperty.FindStringSubmatch(ddl)
-	if m != nil && strings.EqualFold(m[1], "true") {
-		return fail(name, `hive.enable_hms_events_incremental_sync = "true": every FE reads the log as well, doubling the work`,
-			fmt.Sprintf(`ALTER CATALOG %s SET PROPERTIES ("hive.enable_hms_events_incremental_sync" = "false")`, quoteIdent(catalog)))
-	}
-	if m == nil {
+	es, err := dorisEventSync(ctx, hc, fe, catalog)
+	switch {
+	case err != nil:
+		return fail(name, err.Error(), "the user needs SHOW on the catalog; else check the FE's logs")
+	case es.On:
+		return fail(name, `hive.enable_hms_events_incremental_sync = "true": every FE reads the log as well, doubling the work`, es.Fix(catalog))
+	case !es.Set:
 		return pass(name, "hive.enable_hms_events_incremental_sync unset (the FE default, enable_hms_events_incremental_sync in fe.conf, must be false too)")
 	}
-	return pass(name, "hive.enable_hms_events_incremental_sync = "+m[1])
+	return pass(name, "hive.enable_hms_events_incremental_sync = "+es.Value)
 }
 
 // checkNativeCatalogs asks the native protocol's per-catalog state (404: the FE

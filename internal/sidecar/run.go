@@ -88,6 +88,10 @@ func Run(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		return err
 	}
 	defer hold.Release()
+	warnCtx, stopWarn := context.WithCancel(ctx)
+	warned := make(chan struct{})
+	go func() { defer close(warned); warnDoubleSync(warnCtx, cfg, sec, log) }()
+	defer func() { stopWarn(); <-warned }()
 
 	sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
