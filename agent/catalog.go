@@ -44,6 +44,11 @@ type catalogLoop struct {
 
 	cursor memberCursor
 	base   commitBase
+	// txns are the open transactions as of the cursor (txnstate.go);
+	// memberTxns is the state as etcd last held it with this member's
+	// cursor ("" none).
+	txns       txnState
+	memberTxns string
 	// heal holds the heals by object in progress and of the last hour.
 	heal *healer
 	// poll spaces the master's polls of an idle log.
@@ -94,6 +99,7 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	l.board = newWaitBoard(a.cfg.Member, cat.Name, a.scope, a.cfg.Store)
 	rec.board = l.board
 	l.cursor = newMemberCursor(l.cursorMoved)
+	l.txns = newTxnState(defaultTxnLimits(cat.TxnTimeout))
 	l.heal = newHealer(a.cfg.SelfHealMaxPerHour)
 	l.ahead = newPrefetcher(l)
 	if !cat.NoPushdown {
@@ -195,6 +201,8 @@ func (l *catalogLoop) loadOwn(ctx context.Context) error {
 	}
 	if c.Exists && c.Value >= 0 {
 		l.cursor.resume(c.Value, c.Epoch)
+		l.takeTxns(c.Txns, c.Value, "this member's")
+		l.memberTxns = c.Txns
 		l.log.Info("resuming from this member's durable cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch))
 	} else {
 		l.cursor.startUnknown()
@@ -213,9 +221,19 @@ func (l *catalogLoop) persistOwn(ctx context.Context) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := l.store.PutMemberCursor(ctx, l.member, l.cat.Name, value, epoch); err != nil {
+	txns := l.txnsToWrite(value, l.memberTxns)
+	var err error
+	if w, ok := l.store.(MemberTxnsWriter); ok {
+		err = w.PutMemberCursorTxns(ctx, l.member, l.cat.Name, value, epoch, txns)
+	} else {
+		err = l.store.PutMemberCursor(ctx, l.member, l.cat.Name, value, epoch)
+	}
+	if err != nil {
 		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", value), zap.Int64("epoch", epoch), zap.Error(err))
 		return
+	}
+	if _, ok := l.store.(MemberTxnsWriter); ok && txns != "" {
+		l.memberTxns = txns
 	}
 	l.cursor.saved()
 }
