@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
 	"github.com/hmssync/hmssync/hms/message"
@@ -107,16 +104,6 @@ func (f *memFE) refreshedAfter(id int64) []string {
 	return out
 }
 
-// counterValue is a counter's value.
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
-}
-
 func newTxnRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
 	t.Helper()
 	o.decoder = message.NewDecoder("")
@@ -179,7 +166,7 @@ func TestTxnAbortAndReadOnlyTransactionsRefreshNothing(t *testing.T) {
 	if n := r.fe.refreshes(); n != 1 {
 		t.Errorf("%d full refreshes, want only the initial one", n)
 	}
-	if v := counterValue(t, r.a.m.txnUnknownCommits.WithLabelValues("hive")); v != 0 {
+	if v := metricValue(r.a.m.txnUnknownCommits.WithLabelValues("hive")); v != 0 {
 		t.Errorf("%v unknown commits counted", v)
 	}
 }
@@ -218,10 +205,10 @@ func TestTxnCommitOfATransactionOpenedBeforeTrackingRefreshesTheCatalog(t *testi
 	if _, full, _ := r.fe.refreshedInBatchOf(commit); !full || r.fe.refreshes() != before+1 {
 		t.Fatalf("a commit the state cannot answer for: full refresh %v (%d refreshes); want one", full, r.fe.refreshes()-before)
 	}
-	if v := counterValue(t, r.a.m.txnUnknownCommits.WithLabelValues("hive")); v != 1 {
+	if v := metricValue(r.a.m.txnUnknownCommits.WithLabelValues("hive")); v != 1 {
 		t.Errorf("hmssync_txn_unknown_commits_total = %v, want 1", v)
 	}
-	if v := counterValue(t, r.a.m.fullRefreshes.WithLabelValues("hive", "txn_unknown")); v != 1 {
+	if v := metricValue(r.a.m.fullRefreshes.WithLabelValues("hive", "txn_unknown")); v != 1 {
 		t.Errorf("full refreshes for txn_unknown = %v, want 1", v)
 	}
 	// Once an OPEN_TXN was seen, a commit of a later transaction that wrote
@@ -351,7 +338,7 @@ func TestTxnPoisonedAllocationIsHealedAndMakesCommitsUnknown(t *testing.T) {
 	if _, full, ok := r.fe.refreshedInBatchOf(commit); !ok || !full {
 		t.Fatalf("the commit after a poisoned allocation: full refresh %v (applied %v); want a full refresh", full, ok)
 	}
-	if v := counterValue(t, r.a.m.selfHeals.WithLabelValues("hive", "table")); v != 1 {
+	if v := metricValue(r.a.m.selfHeals.WithLabelValues("hive", "table")); v != 1 {
 		t.Errorf("table heals = %v, want 1 (the allocation names sales.orders)", v)
 	}
 }
@@ -455,5 +442,25 @@ func TestTxnStateJSONRoundTripAndHostileValues(t *testing.T) {
 		if err == nil || got.knownFrom != -1 || got.size() != 0 || got.asOf != 3 {
 			t.Errorf("%.60q: loaded %+v, %v; want an error and a state that knows nothing", bad, got, err)
 		}
+	}
+}
+
+// A COMMIT_TXN that cannot be decoded names no table: the catalog is healed
+// (a full refresh), and the loop goes on past it.
+func TestTxnPoisonedCommitHealsTheCatalogAndDoesNotWedgeTheLoop(t *testing.T) {
+	r := startedRig(t, rigOpts{})
+	r.log.openTxn(120)
+	r.log.allocWriteID("sales", "orders", 120)
+	r.run(10)
+	before := r.fe.refreshes()
+	poison := r.log.appendEvent(message.Event{Type: message.EventCommitTxn, DB: "null", Table: " ", Format: message.FormatJSON, Message: `{"txnid":`})
+	r.runHealing(10)
+	if r.fe.refreshes() != before+1 || r.l.cursor.Value() < poison {
+		t.Fatalf("after a poisoned commit: %d full refreshes, cursor %d; want one refresh and the cursor past %d", r.fe.refreshes()-before, r.l.cursor.Value(), poison)
+	}
+	next := r.log.createTable("sales", "after")
+	r.run(10)
+	if _, _, ok := r.fe.refreshedInBatchOf(next); !ok {
+		t.Errorf("event %d after the poisoned commit never reached the FE", next)
 	}
 }
