@@ -105,6 +105,10 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	if !cat.NoPushdown {
 		l.pushDBs = pushdownDatabases(cat.Include)
 	}
+	if skipped := skippedTxnTypes(cat.SkipEventTypes); len(skipped) > 0 {
+		log.Warn("skip_event_types skips transaction events: commits to transactional (ACID) tables are then refreshed late, by a full refresh, or not at all",
+			zap.Strings("skipped", skipped), zap.String("fix", "remove OPEN_TXN, ALLOC_WRITE_ID_EVENT and COMMIT_TXN from skip_event_types"))
+	}
 	if len(l.pushDBs) > 0 {
 		log.Info("the master asks the metastore for the events of the included databases only", zap.Strings("databases", l.pushDBs))
 	}

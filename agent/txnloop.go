@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -73,6 +74,20 @@ func (l *catalogLoop) txnsApplied(tp txnPlan, to int64) {
 		l.log.Info("the open-transaction state is incomplete until the next OPEN_TXN: commits of transactions opened before refresh the catalog",
 			zap.String("why", tp.lost), zap.Int64("cursor", to))
 	}
+}
+
+// skippedTxnTypes returns the transaction event types of skip that the state
+// needs: without OPEN_TXN every commit is unknown (a full refresh), without
+// ALLOC_WRITE_ID_EVENT every commit looks read-only, without COMMIT_TXN no
+// write is ever refreshed.
+func skippedTxnTypes(skip []string) []string {
+	var out []string
+	for _, t := range []string{message.EventOpenTxn, message.EventAllocWriteID, message.EventCommitTxn} {
+		if slices.Contains(skip, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // maxTxnsLogged is how many unknown commits' transaction ids one log line names.

@@ -34,10 +34,13 @@ import (
 // and logged. knownFrom becomes known again at the next OPEN_TXN.
 //
 // Bounded (txnLimits): at most maxOpen transactions, maxTables tables each,
-// and maxBytes of names; transactions older than the metastore's
-// hive.txn.timeout are dropped. A transaction dropped for a bound, or one with
-// more tables than maxTables, is no longer fully known: knownFrom moves past
-// it, so its commit is an unknown commit, never silently nothing.
+// and maxBytes of names; transactions whose first write is older than the
+// metastore's hive.txn.timeout are dropped (a writer that keeps heartbeating
+// may outlive it: its commit then costs a full refresh). A transaction dropped
+// for a bound, or one with more tables than maxTables, is no longer fully
+// known: it is remembered by its id alone (a tombstone, at most maxDropped), so
+// that its commit is an unknown commit, never silently nothing. When the
+// tombstones are full, the oldest goes and knownFrom moves past it instead.
 //
 // The steps change it only through its methods: plan computes what a batch's
 // transaction events yield and the state after it without changing this one,
@@ -45,6 +48,9 @@ import (
 // is read again sees the state from before it.
 type txnState struct {
 	open map[int64]openTxn
+	// dropped are the tombstones: transactions dropped for a bound, by id,
+	// with the time of their first write.
+	dropped map[int64]int64
 	// knownFrom is the lowest transaction id from which on every allocation
 	// was seen; -1: none.
 	knownFrom int64
@@ -67,7 +73,7 @@ type openTxn struct {
 
 // txnLimits bound a txnState.
 type txnLimits struct {
-	maxOpen, maxTables, maxBytes int
+	maxOpen, maxTables, maxBytes, maxDropped int
 	// timeout is the metastore's hive.txn.timeout: a transaction that has
 	// not heartbeaten for that long is aborted by the metastore.
 	timeout time.Duration
@@ -79,8 +85,11 @@ const (
 	DefaultTxnTimeout = 300 * time.Second
 	maxOpenTxns       = 2000
 	maxTablesPerTxn   = 64
-	// maxTxnStateBytes bounds the state's names, and so its JSON in etcd
-	// (one value of the fenced commit; etcd refuses requests over 1.5 MiB).
+	maxDroppedTxns    = 4096
+	// maxTxnStateBytes bounds the state's names; with at most
+	// maxDroppedTxns tombstones of about 25 bytes of JSON each, the state's
+	// JSON in etcd stays well below cursorstore.MaxTxnsBytes (one value of
+	// the fenced commit; etcd refuses requests over 1.5 MiB).
 	maxTxnStateBytes = 256 << 10
 	// txnEntryBytes and txnTableBytes are what an entry and one of its
 	// tables cost besides the names (and about what their JSON adds).
@@ -92,11 +101,11 @@ func defaultTxnLimits(timeout time.Duration) txnLimits {
 	if timeout <= 0 {
 		timeout = DefaultTxnTimeout
 	}
-	return txnLimits{maxOpen: maxOpenTxns, maxTables: maxTablesPerTxn, maxBytes: maxTxnStateBytes, timeout: timeout}
+	return txnLimits{maxOpen: maxOpenTxns, maxTables: maxTablesPerTxn, maxBytes: maxTxnStateBytes, maxDropped: maxDroppedTxns, timeout: timeout}
 }
 
 func newTxnState(lim txnLimits) txnState {
-	return txnState{open: map[int64]openTxn{}, knownFrom: -1, asOf: -1, lim: lim}
+	return txnState{open: map[int64]openTxn{}, dropped: map[int64]int64{}, knownFrom: -1, asOf: -1, lim: lim}
 }
 
 // txnEvent is one transaction event of a batch, as decoded: where its changes
@@ -154,6 +163,10 @@ func (s *txnState) plan(from int64, evs []txnEvent, keep func(change.Descriptor)
 	if p.next.open == nil {
 		p.next.open = map[int64]openTxn{}
 	}
+	p.next.dropped = maps.Clone(s.dropped)
+	if p.next.dropped == nil {
+		p.next.dropped = map[int64]int64{}
+	}
 	var latest int64
 	for _, ev := range evs {
 		latest = max(latest, ev.time)
@@ -190,6 +203,7 @@ func (p *txnPlan) apply(ev txnEvent, keep func(change.Descriptor) bool) {
 		s.fit(p)
 	case message.TxnCommit:
 		e, recorded := s.open[t.TxnID]
+		_, tomb := s.dropped[t.TxnID]
 		s.forget(t.TxnID)
 		switch {
 		case recorded && !e.overflow && s.knows(t.TxnID):
@@ -197,7 +211,7 @@ func (p *txnPlan) apply(ev txnEvent, keep func(change.Descriptor) bool) {
 				p.inserts = append(p.inserts, txnInsert{at: ev.at,
 					c: change.Descriptor{EventID: ev.id, Op: change.RefreshTable, DB: o.DB, Table: o.Table, UpdateTime: ev.time}})
 			}
-		case recorded || !s.knows(t.TxnID):
+		case recorded || tomb || !s.knows(t.TxnID):
 			p.unknown = append(p.unknown, t.TxnID)
 		}
 	case message.TxnAbort:
@@ -230,7 +244,7 @@ func (s *txnState) record(id int64, obj change.Object, at int64, p *txnPlan) {
 		// A new slice: the one before may be shared with the state the
 		// plan was copied from.
 		e.tables = append(slices.Clip(e.tables), obj)
-		s.bytes += len(obj.DB) + len(obj.Table) + txnTableBytes
+		s.bytes += nameCost(obj.DB) + nameCost(obj.Table) + txnTableBytes
 	}
 	s.open[id] = e
 }
@@ -238,34 +252,61 @@ func (s *txnState) record(id int64, obj change.Object, at int64, p *txnPlan) {
 func tablesBytes(ts []change.Object) int {
 	n := 0
 	for _, o := range ts {
-		n += len(o.DB) + len(o.Table) + txnTableBytes
+		n += nameCost(o.DB) + nameCost(o.Table) + txnTableBytes
 	}
 	return n
 }
 
+// nameCost is what a name costs in the state's JSON, at most: a name of
+// printable ASCII is written as it is, any other byte may take six
+// (json.Marshal writes control bytes and <, >, & as \u00XX).
+func nameCost(n string) int {
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return 6 * len(n)
+		}
+	}
+	return len(n)
+}
+
 // fit drops the oldest transactions while the state is over its byte bound.
+// Tombstones are bounded by their number (maxDropped), not by bytes.
 func (s *txnState) fit(p *txnPlan) {
 	for s.bytes > s.lim.maxBytes && len(s.open) > 0 {
 		s.dropOldest("size_cap", p)
 	}
 }
 
-// forget removes transaction id.
+// forget removes transaction id, and its tombstone.
 func (s *txnState) forget(id int64) {
 	if e, ok := s.open[id]; ok {
 		s.bytes -= txnEntryBytes + tablesBytes(e.tables)
 		delete(s.open, id)
 	}
+	delete(s.dropped, id)
 }
 
-// drop removes transaction id for a bound: it is no longer fully known, so the
+// drop removes transaction id for a bound, leaving its tombstone: it is no
+// longer fully known. Beyond maxDropped tombstones the oldest goes, and the
 // state is complete only above it.
 func (s *txnState) drop(id int64, reason string, p *txnPlan) {
+	since := s.open[id].since
 	s.forget(id)
-	if s.knownFrom != -1 && s.knownFrom <= id {
-		s.knownFrom = id + 1
-	}
+	s.dropped[id] = since
 	p.count(reason)
+	if len(s.dropped) <= s.lim.maxDropped {
+		return
+	}
+	oldest, first := int64(0), true
+	for t := range s.dropped {
+		if first || t < oldest {
+			oldest, first = t, false
+		}
+	}
+	s.forget(oldest)
+	if s.knownFrom != -1 && s.knownFrom <= oldest {
+		s.knownFrom = oldest + 1
+	}
 }
 
 func (s *txnState) dropOldest(reason string, p *txnPlan) {
@@ -337,6 +378,8 @@ type txnStateJSON struct {
 	Version   int       `json:"version"`
 	KnownFrom int64     `json:"complete_from"`
 	Open      []txnJSON `json:"open"`
+	// Dropped are the tombstones: [txn, since] pairs.
+	Dropped [][2]int64 `json:"dropped,omitempty"`
 }
 
 type txnJSON struct {
@@ -359,6 +402,10 @@ func (s *txnState) marshal() []byte {
 		j.Open = append(j.Open, t)
 	}
 	slices.SortFunc(j.Open, func(a, b txnJSON) int { return cmp.Compare(a.Txn, b.Txn) })
+	for id, since := range s.dropped {
+		j.Dropped = append(j.Dropped, [2]int64{id, since})
+	}
+	slices.SortFunc(j.Dropped, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 	b, _ := json.Marshal(j) // strings, numbers and booleans only: cannot fail
 	return b
 }
@@ -374,19 +421,22 @@ func loadTxnState(raw []byte, asOf int64, lim txnLimits) (txnState, error) {
 		return s, nil
 	}
 	if len(raw) > 4*lim.maxBytes {
-		return s, fmt.Errorf("%d bytes, more than the %d the state is bounded to", len(raw), 4*lim.maxBytes)
+		return newTxnStateAt(lim, asOf), fmt.Errorf("%d bytes, more than the %d the state is bounded to", len(raw), 4*lim.maxBytes)
 	}
 	var j txnStateJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return s, err
+		return newTxnStateAt(lim, asOf), err
 	}
-	if j.Version != txnStateVersion || len(j.Open) > lim.maxOpen || j.KnownFrom < -1 {
-		return s, fmt.Errorf("version %d with %d transactions from %d: want version %d, at most %d transactions",
-			j.Version, len(j.Open), j.KnownFrom, txnStateVersion, lim.maxOpen)
+	if j.Version != txnStateVersion || len(j.Open) > lim.maxOpen || len(j.Dropped) > lim.maxDropped || j.KnownFrom < -1 {
+		return newTxnStateAt(lim, asOf), fmt.Errorf("version %d with %d transactions (%d dropped) from %d: want version %d, at most %d transactions (%d dropped)",
+			j.Version, len(j.Open), len(j.Dropped), j.KnownFrom, txnStateVersion, lim.maxOpen, lim.maxDropped)
+	}
+	for _, d := range j.Dropped {
+		s.dropped[d[0]] = d[1]
 	}
 	for _, t := range j.Open {
 		if len(t.Tables) > lim.maxTables || t.Txn < 0 {
-			return s, fmt.Errorf("transaction %d with %d tables: want at most %d", t.Txn, len(t.Tables), lim.maxTables)
+			return newTxnStateAt(lim, asOf), fmt.Errorf("transaction %d with %d tables: want at most %d", t.Txn, len(t.Tables), lim.maxTables)
 		}
 		e := openTxn{since: t.Since, overflow: t.Overflow}
 		for _, n := range t.Tables {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/change"
+	"github.com/hmssync/hmssync/cursorstore"
 	"github.com/hmssync/hmssync/hms/message"
 )
 
@@ -357,7 +358,7 @@ func TestTxnCompactionRefreshesItsTable(t *testing.T) {
 // unknown commit, never silently nothing.
 func TestTxnStateBounds(t *testing.T) {
 	keepAll := func(change.Descriptor) bool { return true }
-	lim := txnLimits{maxOpen: 2, maxTables: 2, maxBytes: 1 << 20, timeout: 100 * time.Second}
+	lim := txnLimits{maxOpen: 2, maxTables: 2, maxBytes: 1 << 20, maxDropped: 10, timeout: 100 * time.Second}
 	open := func(id, txn int64) txnEvent {
 		return txnEvent{id: id, time: 1000, txn: message.Txn{Kind: message.TxnOpen, TxnID: txn}}
 	}
@@ -398,14 +399,24 @@ func TestTxnStateBounds(t *testing.T) {
 			t.Errorf("%s: dropped %d for %s, unknown commits %v, %d refreshes; want 1, %v, %d", c.name, dropped, c.reason, unknown, refreshes, c.unknown, c.refresh)
 		}
 	}
+	// Tombstones beyond their bound: the oldest goes, and the state is
+	// complete only above it, so its commit, and that of a transaction
+	// below it that wrote nothing seen, are unknown; one above it is not.
+	s := newTxnState(txnLimits{maxOpen: 1, maxTables: 10, maxBytes: 1 << 20, maxDropped: 1, timeout: time.Hour})
+	p := s.plan(-1, []txnEvent{open(1, 10), alloc(2, 1000, "a", 10), alloc(3, 1000, "a", 11), alloc(4, 1000, "a", 12),
+		commit(5, 1000, 10), commit(6, 1000, 11), commit(7, 1000, 9), commit(8, 1000, 13), commit(9, 1000, 12)}, keepAll)
+	if !slices.Equal(p.unknown, []int64{10, 11, 9}) || len(p.inserts) != 1 || p.next.knownFrom != 11 {
+		t.Errorf("tombstones beyond their bound: unknown commits %v, %d refreshes, complete from %d; want [10 11 9], 1 (of 12), 11",
+			p.unknown, len(p.inserts), p.next.knownFrom)
+	}
 	// The byte bound: names beyond it drop the oldest transactions.
-	s := newTxnState(txnLimits{maxOpen: 100, maxTables: 10, maxBytes: 400, timeout: time.Hour})
+	s = newTxnState(txnLimits{maxOpen: 100, maxTables: 10, maxBytes: 400, maxDropped: 100, timeout: time.Hour})
 	s.asOf = 0
 	var evs []txnEvent
 	for i := range 20 {
 		evs = append(evs, alloc(int64(i+1), int64(1000+i), strings.Repeat("t", 40), int64(i)))
 	}
-	p := s.plan(0, evs, keepAll)
+	p = s.plan(0, evs, keepAll)
 	if p.dropped["size_cap"] == 0 || p.next.bytes > 400 || len(p.next.marshal()) > 2*400 {
 		t.Errorf("byte bound: dropped %d, %d bytes held, %d of JSON", p.dropped["size_cap"], p.next.bytes, len(p.next.marshal()))
 	}
@@ -463,4 +474,32 @@ func TestTxnPoisonedCommitHealsTheCatalogAndDoesNotWedgeTheLoop(t *testing.T) {
 	if _, _, ok := r.fe.refreshedInBatchOf(next); !ok {
 		t.Errorf("event %d after the poisoned commit never reached the FE", next)
 	}
+}
+
+func TestSkippedTxnTypesNamesWhatTheStateNeeds(t *testing.T) {
+	got := skippedTxnTypes([]string{"UPDATE_TBL_COL_STAT_EVENT", message.EventCommitTxn, message.EventAbortTxn, message.EventOpenTxn})
+	if want := []string{message.EventOpenTxn, message.EventCommitTxn}; !slices.Equal(got, want) {
+		t.Errorf("skippedTxnTypes = %v, want %v (ABORT_TXN costs nothing: an aborted write is dropped at its timeout)", got, want)
+	}
+	if got := skippedTxnTypes([]string{"UPDATE_TBL_COL_STAT_EVENT"}); got != nil {
+		t.Errorf("skippedTxnTypes of no transaction type = %v", got)
+	}
+}
+
+// Filled to every bound with names that JSON escapes most, the state's JSON
+// still fits what the fenced commit accepts.
+func TestTxnStateJSONFitsTheCommitAtItsBounds(t *testing.T) {
+	lim := defaultTxnLimits(0)
+	s := newTxnState(lim)
+	var evs []txnEvent
+	for i := range lim.maxOpen + lim.maxDropped + 10 {
+		evs = append(evs, txnEvent{id: int64(i + 1), time: 1000, txn: message.Txn{Kind: message.TxnAlloc, TxnIDs: []int64{int64(1_000_000_000 + i)},
+			DB: strings.Repeat("<", 128), Table: strings.Repeat("\x01", 128) + fmt.Sprint(i)}})
+	}
+	p := s.plan(-1, evs, func(change.Descriptor) bool { return true })
+	raw := p.next.marshal()
+	if len(raw) > cursorstore.MaxTxnsBytes || len(p.next.dropped) > lim.maxDropped || p.next.size() > lim.maxOpen {
+		t.Errorf("at its bounds the state is %d bytes of JSON (%d open, %d dropped); the commit takes at most %d", len(raw), p.next.size(), len(p.next.dropped), cursorstore.MaxTxnsBytes)
+	}
+	t.Logf("%d bytes of JSON, %d open, %d tombstones", len(raw), p.next.size(), len(p.next.dropped))
 }

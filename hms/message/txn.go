@@ -232,7 +232,7 @@ func (f *txnFields) txn(kind TxnKind) (Txn, error) {
 		return Txn{}, errors.New("message lists no transaction (txnIdList)")
 	}
 	if f.db == "" || f.table == "" || !usableName(f.db) || !usableName(f.table) {
-		return Txn{}, fmt.Errorf("message does not name the table (dbName %q, tableName %q)", f.db, f.table)
+		return Txn{}, fmt.Errorf("message does not name the table (dbName %q, tableName %q); invalid UTF-8 cannot name one either", f.db, f.table)
 	}
 	return Txn{Kind: kind, TxnIDs: f.allocated, DB: normaliseIdentifier(f.db), Table: normaliseIdentifier(f.table)}, nil
 }
