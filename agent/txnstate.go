@@ -208,8 +208,10 @@ func (p *txnPlan) apply(ev txnEvent, keep func(change.Descriptor) bool) {
 		switch {
 		case recorded && !e.overflow && s.knows(t.TxnID):
 			for _, o := range e.tables {
-				p.inserts = append(p.inserts, txnInsert{at: ev.at,
-					c: change.Descriptor{EventID: ev.id, Op: change.RefreshTable, DB: o.DB, Table: o.Table, UpdateTime: ev.time}})
+				c := change.Descriptor{EventID: ev.id, Op: change.RefreshTable, DB: o.DB, Table: o.Table, UpdateTime: ev.time}
+				if keep(c) { // the filter may have changed since the allocation (a restart)
+					p.inserts = append(p.inserts, txnInsert{at: ev.at, c: c})
+				}
 			}
 		case recorded || tomb || !s.knows(t.TxnID):
 			p.unknown = append(p.unknown, t.TxnID)
@@ -227,7 +229,9 @@ func (s *txnState) record(id int64, obj change.Object, at int64, p *txnPlan) {
 	e, ok := s.open[id]
 	if !ok {
 		if len(s.open) >= s.lim.maxOpen {
-			s.dropOldest("open_cap", p)
+			// An eighth at once, so that a flood of allocations costs a
+			// sort per eighth rather than a scan per transaction.
+			s.dropOldest(max(1, s.lim.maxOpen/8), "open_cap", p)
 		}
 		e = openTxn{since: at}
 		s.bytes += txnEntryBytes
@@ -273,7 +277,7 @@ func nameCost(n string) int {
 // Tombstones are bounded by their number (maxDropped), not by bytes.
 func (s *txnState) fit(p *txnPlan) {
 	for s.bytes > s.lim.maxBytes && len(s.open) > 0 {
-		s.dropOldest("size_cap", p)
+		s.dropOldest(1, "size_cap", p)
 	}
 }
 
@@ -287,8 +291,8 @@ func (s *txnState) forget(id int64) {
 }
 
 // drop removes transaction id for a bound, leaving its tombstone: it is no
-// longer fully known. Beyond maxDropped tombstones the oldest goes, and the
-// state is complete only above it.
+// longer fully known. Beyond maxDropped tombstones the lowest quarter go, and
+// the state is complete only above them.
 func (s *txnState) drop(id int64, reason string, p *txnPlan) {
 	since := s.open[id].since
 	s.forget(id)
@@ -297,29 +301,31 @@ func (s *txnState) drop(id int64, reason string, p *txnPlan) {
 	if len(s.dropped) <= s.lim.maxDropped {
 		return
 	}
-	oldest, first := int64(0), true
-	for t := range s.dropped {
-		if first || t < oldest {
-			oldest, first = t, false
+	ids := slices.Sorted(maps.Keys(s.dropped))
+	for _, t := range ids[:max(1, len(ids)/4)] {
+		delete(s.dropped, t)
+		if s.knownFrom != -1 && s.knownFrom <= t {
+			s.knownFrom = t + 1
 		}
-	}
-	s.forget(oldest)
-	if s.knownFrom != -1 && s.knownFrom <= oldest {
-		s.knownFrom = oldest + 1
 	}
 }
 
-func (s *txnState) dropOldest(reason string, p *txnPlan) {
-	oldest, first := int64(0), true
+// dropOldest drops the n transactions whose first write is oldest.
+func (s *txnState) dropOldest(n int, reason string, p *txnPlan) {
+	type aged struct{ id, since int64 }
+	all := make([]aged, 0, len(s.open))
 	for id, e := range s.open {
-		if first || e.since < s.open[oldest].since || (e.since == s.open[oldest].since && id < oldest) {
-			oldest, first = id, false
-		}
+		all = append(all, aged{id, e.since})
 	}
-	if !first {
-		s.drop(oldest, reason, p)
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Or(cmp.Compare(a.since, b.since), cmp.Compare(a.id, b.id)) })
+	for _, a := range all[:min(n, len(all))] {
+		s.drop(a.id, reason, p)
 	}
 }
+
+// reset forgets everything: the log is another one (a new lineage), whose
+// transaction ids say nothing of this one's.
+func (s *txnState) reset() { *s = newTxnStateAt(s.lim, s.asOf) }
 
 // expire drops the transactions whose first allocation is older than the
 // metastore's timeout at now (an eventTime, s): the metastore has aborted them

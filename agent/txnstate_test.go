@@ -503,3 +503,33 @@ func TestTxnStateJSONFitsTheCommitAtItsBounds(t *testing.T) {
 	}
 	t.Logf("%d bytes of JSON, %d open, %d tombstones", len(raw), p.next.size(), len(p.next.dropped))
 }
+
+// A flood: one allocation listing the most transactions an event may, then
+// commits of all of them. The state keeps its bounds, and every commit it
+// cannot answer for is unknown.
+func TestTxnStateFloodOfAllocations(t *testing.T) {
+	lim := defaultTxnLimits(0)
+	s := newTxnState(lim)
+	ids := make([]int64, message.MaxAllocTxnIDs)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	evs := []txnEvent{{id: 1, time: 1000, txn: message.Txn{Kind: message.TxnOpen, TxnID: 1}},
+		{id: 2, time: 1000, txn: message.Txn{Kind: message.TxnAlloc, TxnIDs: ids, DB: "sales", Table: "orders"}}}
+	start := time.Now()
+	p := s.plan(-1, evs, func(change.Descriptor) bool { return true })
+	took := time.Since(start)
+	if p.next.size() > lim.maxOpen || len(p.next.dropped) > lim.maxDropped || p.dropped["open_cap"] != len(ids)-p.next.size() {
+		t.Fatalf("after %d allocations: %d open, %d tombstones, %d counted dropped", len(ids), p.next.size(), len(p.next.dropped), p.dropped["open_cap"])
+	}
+	s.adopt(p, 2)
+	var commits []txnEvent
+	for i, id := range ids {
+		commits = append(commits, txnEvent{id: int64(3 + i), time: 1001, txn: message.Txn{Kind: message.TxnCommit, TxnID: id}})
+	}
+	p = s.plan(2, commits, func(change.Descriptor) bool { return true })
+	if len(p.inserts)+len(p.unknown) != len(ids) || len(p.inserts) != s.size() {
+		t.Errorf("%d commits: %d refreshes, %d unknown; want a refresh for each of the %d held and the rest unknown", len(ids), len(p.inserts), len(p.unknown), s.size())
+	}
+	t.Logf("planned %d allocations in %s", len(ids), took)
+}
