@@ -31,14 +31,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	}
 	switch {
 	case own == -1:
-		if err := l.fullRefresh(ctx, l.cursor.refreshReason(), target, local); err != nil {
-			return 0, err
-		}
-		l.cursor.moveInto(target, m.Epoch)
-		// The master's open transactions are as of the cursor this member
-		// now holds too.
-		l.takeTxns(m.Txns, target, "the master's")
-		return again, nil
+		return l.followerRefreshTo(ctx, m, local)
 	case target == own:
 		l.updateLag()
 		return waitMaster, nil
@@ -75,6 +68,20 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		return 0, err
 	}
 	l.cursor.moveTo(b.to)
+	return again, nil
+}
+
+// followerRefreshTo full-refreshes a follower whose cursor is unknown as of the
+// committed cursor m (its FE only when local: with cluster scope the master's
+// applies reached it).
+func (l *catalogLoop) followerRefreshTo(ctx context.Context, m cursorstore.Cursor, local bool) (outcome, error) {
+	if err := l.fullRefresh(ctx, l.cursor.refreshReason(), m.Value, local); err != nil {
+		return 0, err
+	}
+	l.cursor.moveInto(m.Value, m.Epoch)
+	// The master's open transactions are as of the cursor this member now
+	// holds too.
+	l.takeTxns(m.Txns, m.Value, "the master's")
 	return again, nil
 }
 

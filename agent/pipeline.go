@@ -289,6 +289,7 @@ func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64) er
 	}
 	l.heal.forget() // the batch is applied: what was planned for it is spent
 	l.healed(heals)
+	d.commitsApplied(tp.refreshing)
 	l.rec.eventsCovered(d)
 	l.txnsApplied(tp, to)
 	return nil

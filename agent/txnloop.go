@@ -90,6 +90,15 @@ func skippedTxnTypes(skip []string) []string {
 	return out
 }
 
+// commitsApplied counts n COMMIT_TXN events, decoded as yielding no change,
+// as applied: the state turned them into refreshes.
+func (d *decoded) commitsApplied(n int) {
+	if n > 0 {
+		d.skipped.add(message.EventCommitTxn, -n)
+		d.applied.add(message.EventCommitTxn, n)
+	}
+}
+
 // maxTxnsLogged is how many unknown commits' transaction ids one log line names.
 const maxTxnsLogged = 10
 

@@ -129,6 +129,8 @@ type txnPlan struct {
 	dropped map[string]int
 	// lost says why the state was found incomplete ("" if not).
 	lost string
+	// refreshing counts the commits that yielded a refresh.
+	refreshing int
 }
 
 // txnInsert is a change a commit yields, placed before the batch's change at.
@@ -207,11 +209,15 @@ func (p *txnPlan) apply(ev txnEvent, keep func(change.Descriptor) bool) {
 		s.forget(t.TxnID)
 		switch {
 		case recorded && !e.overflow && s.knows(t.TxnID):
+			before := len(p.inserts)
 			for _, o := range e.tables {
 				c := change.Descriptor{EventID: ev.id, Op: change.RefreshTable, DB: o.DB, Table: o.Table, UpdateTime: ev.time}
 				if keep(c) { // the filter may have changed since the allocation (a restart)
 					p.inserts = append(p.inserts, txnInsert{at: ev.at, c: c})
 				}
+			}
+			if len(p.inserts) > before {
+				p.refreshing++
 			}
 		case recorded || tomb || !s.knows(t.TxnID):
 			p.unknown = append(p.unknown, t.TxnID)

@@ -140,6 +140,9 @@ func TestTxnCommitRefreshesItsTablesInTheCommitsBatchOnly(t *testing.T) {
 	if !ok || full || !slices.Equal(got, want) {
 		t.Fatalf("the commit's batch refreshed %v (full refresh %v, applied %v); want %v", got, full, ok, want)
 	}
+	if v := metricValue(r.a.m.eventsApplied.WithLabelValues("hive", message.EventCommitTxn)); v != 1 {
+		t.Errorf("COMMIT_TXN events counted applied: %v, want 1", v)
+	}
 	// Forgotten once committed: a second commit of the id refreshes nothing.
 	again := r.log.commitTxn(41)
 	r.run(10)
