@@ -536,3 +536,16 @@ func TestTxnStateFloodOfAllocations(t *testing.T) {
 	}
 	t.Logf("planned %d allocations in %s", len(ids), took)
 }
+
+// A member seeded with TrackedTxnState takes a commit of a transaction it never
+// saw open for a read-only one, not an unknown commit.
+func TestTrackedTxnStateKnowsEveryTransaction(t *testing.T) {
+	s, err := loadTxnState([]byte(TrackedTxnState()), 10, defaultTxnLimits(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.plan(10, []txnEvent{{id: 11, time: 1, txn: message.Txn{Kind: message.TxnCommit, TxnID: 3}}}, func(change.Descriptor) bool { return true })
+	if len(p.unknown) != 0 || len(p.inserts) != 0 {
+		t.Errorf("a commit under the tracked state: %d unknown, %d refreshes; want neither", len(p.unknown), len(p.inserts))
+	}
+}
