@@ -208,7 +208,7 @@ func (p *txnPlan) apply(ev txnEvent, keep func(change.Descriptor) bool) {
 		_, tomb := s.dropped[t.TxnID]
 		s.forget(t.TxnID)
 		switch {
-		case recorded && !e.overflow && s.knows(t.TxnID):
+		case recorded && !tomb && !e.overflow && s.knows(t.TxnID):
 			before := len(p.inserts)
 			for _, o := range e.tables {
 				c := change.Descriptor{EventID: ev.id, Op: change.RefreshTable, DB: o.DB, Table: o.Table, UpdateTime: ev.time}
@@ -230,8 +230,12 @@ func (p *txnPlan) apply(ev txnEvent, keep func(change.Descriptor) bool) {
 // knows says whether every allocation of transaction id was seen.
 func (s *txnState) knows(id int64) bool { return s.knownFrom != -1 && id >= s.knownFrom }
 
-// record notes that transaction id writes obj.
+// record notes that transaction id writes obj. A dropped transaction stays a
+// tombstone: what it writes is no longer kept, its commit is unknown anyway.
 func (s *txnState) record(id int64, obj change.Object, at int64, p *txnPlan) {
+	if _, dropped := s.dropped[id]; dropped {
+		return
+	}
 	e, ok := s.open[id]
 	if !ok {
 		if len(s.open) >= s.lim.maxOpen {

@@ -412,6 +412,13 @@ func TestTxnStateBounds(t *testing.T) {
 		t.Errorf("tombstones beyond their bound: unknown commits %v, %d refreshes, complete from %d; want [10 11 9], 1 (of 12), 11",
 			p.unknown, len(p.inserts), p.next.knownFrom)
 	}
+	// A dropped transaction that allocates again is still a tombstone: its
+	// commit is unknown, not a refresh of only what it wrote after the drop.
+	s = newTxnState(txnLimits{maxOpen: 1, maxTables: 10, maxBytes: 1 << 20, maxDropped: 10, timeout: time.Hour})
+	p = s.plan(-1, []txnEvent{open(1, 20), alloc(2, 1000, "a", 20), alloc(3, 1001, "b", 21), alloc(4, 1002, "c", 20), commit(5, 1003, 20)}, keepAll)
+	if !slices.Equal(p.unknown, []int64{20}) || len(p.inserts) != 0 {
+		t.Errorf("a dropped transaction allocating again: unknown commits %v, %d refreshes; want [20], none", p.unknown, len(p.inserts))
+	}
 	// The byte bound: names beyond it drop the oldest transactions.
 	s = newTxnState(txnLimits{maxOpen: 100, maxTables: 10, maxBytes: 400, maxDropped: 100, timeout: time.Hour})
 	s.asOf = 0
