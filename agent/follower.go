@@ -31,11 +31,7 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	}
 	switch {
 	case own == -1:
-		if err := l.fullRefresh(ctx, l.cursor.refreshReason(), target, local); err != nil {
-			return 0, err
-		}
-		l.cursor.moveInto(target, m.Epoch)
-		return again, nil
+		return l.followerRefreshTo(ctx, m, local)
 	case target == own:
 		l.updateLag()
 		return waitMaster, nil
@@ -45,8 +41,10 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	if !local {
 		// Cluster scope: the master's apply reached this member's FE through
 		// the FE's own replication. Reading the events again would only load
-		// the metastore, so the follower moves its cursor along.
+		// the metastore, so the follower moves its cursor along, and takes
+		// the master's open transactions as of it, for the day it is master.
 		l.cursor.moveTo(target)
+		l.takeTxns(m.Txns, target, "the master's")
 		return again, nil
 	}
 	if moved, err := l.checkFEApplied(ctx); err != nil || moved {
@@ -70,6 +68,20 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		return 0, err
 	}
 	l.cursor.moveTo(b.to)
+	return again, nil
+}
+
+// followerRefreshTo full-refreshes a follower whose cursor is unknown as of the
+// committed cursor m (its FE only when local: with cluster scope the master's
+// applies reached it).
+func (l *catalogLoop) followerRefreshTo(ctx context.Context, m cursorstore.Cursor, local bool) (outcome, error) {
+	if err := l.fullRefresh(ctx, l.cursor.refreshReason(), m.Value, local); err != nil {
+		return 0, err
+	}
+	l.cursor.moveInto(m.Value, m.Epoch)
+	// The master's open transactions are as of the cursor this member now
+	// holds too.
+	l.takeTxns(m.Txns, m.Value, "the master's")
 	return again, nil
 }
 

@@ -122,6 +122,11 @@ func FuzzStep(f *testing.F) {
 	f.Add("\xff", "json-0.2", "{}", "", "", "")
 	f.Add("CREATE_TABLE", "json-0.2", `{"db":"s`+"\xff"+`x","table":"t"}`, "", "", "hive")
 	f.Add("CREATE_TABLE", "json-0.2", "{\"db\":\"a`b\",\"table\":\"c\\\"d\\n\"}", "", "", "hive")
+	// Transaction events as Hive 3.1.3 writes them (header "null" and " ").
+	f.Add("OPEN_TXN", "json-0.2", `{"txnIds":null,"timestamp":1,"fromTxnId":7,"toTxnId":7,"server":"","servicePrincipal":""}`, "null", " ", "")
+	f.Add("ALLOC_WRITE_ID_EVENT", "json-0.2", `{"txnIdList":[7],"writeIdList":[1],"dbName":"sales","tableName":"orders","timestamp":1}`, "null", " ", "")
+	f.Add("COMMIT_TXN", "json-0.2", `{"txnid":7,"timestamp":1,"server":"","servicePrincipal":""}`, "null", " ", "")
+	f.Add("COMMIT_COMPACTION_EVENT", "json-0.2", `{"txnid":8,"compactionId":1,"type":"MINOR","dbname":"sales","tableName":"orders","partName":"dt=1"}`, "", "", "")
 	r := newStepRig(f)
 	f.Fuzz(func(t *testing.T, typ, format, msg, db, table, catalog string) {
 		r.step(t, message.Event{Time: 1616068620, Type: typ, Format: format, Message: msg, DB: db, Table: table, Catalog: catalog})
