@@ -51,6 +51,13 @@ const (
 // WithTxnStyle sets whose transaction events the server writes (default TxnHive4).
 func WithTxnStyle(v TxnStyle) Option { return func(s *Server) { s.model.version = v } }
 
+// TxnStyle is whose transaction events the server writes.
+func (s *Server) TxnStyle() TxnStyle {
+	s.model.mu.Lock()
+	defer s.model.mu.Unlock()
+	return s.model.version
+}
+
 // SetTxnStyle changes whose transaction events the server writes from now on.
 func (s *Server) SetTxnStyle(v TxnStyle) {
 	s.model.mu.Lock()
@@ -281,7 +288,9 @@ func (s *Server) endTxnLocked(txn int64, abort bool) error {
 				d.Partitions = map[string]int64{}
 			}
 			for _, p := range w.partitions {
-				d.Partitions[p] = max(d.Partitions[p], w.writeID)
+				if t.partitions[p] != nil { // not dropped meanwhile (Hive locks partitions; the fake does not)
+					d.Partitions[p] = max(d.Partitions[p], w.writeID)
+				}
 			}
 		}
 		d.EventID = e.ID
