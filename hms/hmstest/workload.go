@@ -94,8 +94,8 @@ type wlTable struct {
 	db, name      string
 	partitioned   bool
 	transactional bool
-	parts       [][]string // live partitions' values, oldest first
-	day         int        // next partition day
+	parts         [][]string // live partitions' values, oldest first
+	day           int        // next partition day
 }
 
 type workloadState struct {
