@@ -32,7 +32,7 @@ func devHMSCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "mixed", Usage: "message format of generated events: json, gzip or mixed"},
 			&cli.BoolFlag{Name: "framed", Usage: "framed Thrift transport"},
 			&cli.BoolFlag{Name: "transactional", Usage: "workloads have transactional steps (5%: OPEN_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, ABORT_TXN, COMMIT_COMPACTION_EVENT) unless POST /workload says otherwise"},
-			&cli.StringFlag{Name: "txn-events", Value: "hive4", Usage: "whose transaction events to write: hive4 (Hive 4.0.1) or hive3 (Hive 3.1.3: header dbName \"null\", tableName \" \", no compaction events)"},
+			&cli.StringFlag{Name: "txn-events", Value: "hive4", Usage: "whose transaction events to write: hive4 (Hive 4.0.1) or hive3 (Hive 3.1.3: header tableName \" \", dbName \"null\" but on ALLOC_WRITE_ID_EVENT, no compaction events)"},
 			&cli.StringFlag{Name: "tls", Usage: "serve TLS with a self-signed certificate for 127.0.0.1, ::1 and localhost, generated at start and written (PEM) to `FILE`: the CA clients trust (events tail --tls-ca, hms_tls.ca_file)"},
 		},
 		Action: runDevHMS,

@@ -42,9 +42,11 @@ const (
 	// database and table but no catalog; COMMIT_TXN's REPL-dump lists (null)
 	// and ABORT_TXN's dbsUpdated in the body. The default.
 	TxnHive4 TxnStyle = iota
-	// TxnHive3 writes Hive 3.1.3's: every transaction event has the header
-	// dbName "null" (the string), tableName " " and no catalog; the bodies
-	// have only the transaction (and ALLOC's table); a compaction logs nothing.
+	// TxnHive3 writes Hive 3.1.3's: OPEN_TXN, COMMIT_TXN and ABORT_TXN have
+	// the header dbName "null" (the string), ALLOC_WRITE_ID_EVENT the
+	// database; all of them tableName " " (the table only in ALLOC's body) and
+	// no catalog; the bodies have only the transaction (and ALLOC's table); a
+	// compaction logs nothing.
 	TxnHive3
 )
 
@@ -96,7 +98,10 @@ type txnWrite struct {
 // OPEN_TXN, COMMIT_TXN and ABORT_TXN) as the emulated version writes it.
 func (s *Server) txnHeader(typ, db, table string) message.Event {
 	if s.model.version == TxnHive3 {
-		return message.Event{Type: typ, DB: "null", Table: " "}
+		if db == "" {
+			db = "null"
+		}
+		return message.Event{Type: typ, DB: db, Table: " "}
 	}
 	return message.Event{Type: typ, DB: db, Table: table}
 }
