@@ -44,6 +44,11 @@ type catalogLoop struct {
 
 	cursor memberCursor
 	base   commitBase
+	// txns are the open transactions as of the cursor (txnstate.go);
+	// memberTxns is the state as etcd last held it with this member's
+	// cursor ("" none).
+	txns       txnState
+	memberTxns string
 	// heal holds the heals by object in progress and of the last hour.
 	heal *healer
 	// poll spaces the master's polls of an idle log.
@@ -94,10 +99,15 @@ func newCatalogLoop(a *Agent, cat Catalog) *catalogLoop {
 	l.board = newWaitBoard(a.cfg.Member, cat.Name, a.scope, a.cfg.Store)
 	rec.board = l.board
 	l.cursor = newMemberCursor(l.cursorMoved)
+	l.txns = newTxnState(defaultTxnLimits(cat.TxnTimeout))
 	l.heal = newHealer(a.cfg.SelfHealMaxPerHour)
 	l.ahead = newPrefetcher(l)
 	if !cat.NoPushdown {
 		l.pushDBs = pushdownDatabases(cat.Include)
+	}
+	if skipped := skippedTxnTypes(cat.SkipEventTypes); len(skipped) > 0 {
+		log.Warn("skip_event_types skips transaction events: commits to transactional (ACID) tables are then refreshed late, by a full refresh, or not at all",
+			zap.Strings("skipped", skipped), zap.String("fix", "remove OPEN_TXN, ALLOC_WRITE_ID_EVENT and COMMIT_TXN from skip_event_types"))
 	}
 	if len(l.pushDBs) > 0 {
 		log.Info("the master asks the metastore for the events of the included databases only", zap.Strings("databases", l.pushDBs))
@@ -195,6 +205,8 @@ func (l *catalogLoop) loadOwn(ctx context.Context) error {
 	}
 	if c.Exists && c.Value >= 0 {
 		l.cursor.resume(c.Value, c.Epoch)
+		l.takeTxns(c.Txns, c.Value, "this member's")
+		l.memberTxns = c.Txns
 		l.log.Info("resuming from this member's durable cursor", zap.Int64("cursor", c.Value), zap.Int64("epoch", c.Epoch))
 	} else {
 		l.cursor.startUnknown()
@@ -213,9 +225,19 @@ func (l *catalogLoop) persistOwn(ctx context.Context) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := l.store.PutMemberCursor(ctx, l.member, l.cat.Name, value, epoch); err != nil {
+	txns := l.txnsToWrite(value, l.memberTxns)
+	var err error
+	if w, ok := l.store.(MemberTxnsWriter); ok {
+		err = w.PutMemberCursorTxns(ctx, l.member, l.cat.Name, value, epoch, txns)
+	} else {
+		err = l.store.PutMemberCursor(ctx, l.member, l.cat.Name, value, epoch)
+	}
+	if err != nil {
 		l.log.Warn("could not save this member's cursor to etcd; retrying after the next step", zap.Int64("cursor", value), zap.Int64("epoch", epoch), zap.Error(err))
 		return
+	}
+	if _, ok := l.store.(MemberTxnsWriter); ok && txns != "" {
+		l.memberTxns = txns
 	}
 	l.cursor.saved()
 }

@@ -87,6 +87,10 @@ type Catalog struct {
 	// whose notification listener names other databases in event headers
 	// than Hive's does.
 	NoPushdown bool
+	// TxnTimeout is the metastore's hive.txn.timeout: open transactions
+	// whose first write is older are dropped from the open-transaction
+	// state (txnstate.go; zero: DefaultTxnTimeout, Hive's default).
+	TxnTimeout time.Duration
 }
 
 // Retry is the waiting policy after failures.
@@ -141,6 +145,9 @@ func (c *Config) check() error {
 		}
 		if cat.PollInterval <= 0 {
 			errs = append(errs, fmt.Errorf("agent: catalog %q: poll interval %s, want > 0", cat.Name, cat.PollInterval))
+		}
+		if cat.TxnTimeout < 0 {
+			errs = append(errs, fmt.Errorf("agent: catalog %q: transaction timeout %s, want 0 (the default, %s) or more", cat.Name, cat.TxnTimeout, DefaultTxnTimeout))
 		}
 		if cat.BusyPollInterval < 0 || cat.BusyPollInterval > cat.PollInterval {
 			errs = append(errs, fmt.Errorf("agent: catalog %q: busy poll interval %s, want 0 (the default) up to the poll interval %s", cat.Name, cat.BusyPollInterval, cat.PollInterval))

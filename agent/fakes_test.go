@@ -316,14 +316,22 @@ type memStore struct {
 	memberWrites    map[string][]int64 // every value each member wrote
 	commits, rewind int
 	committed       []int64 // every value a fenced write committed, in order
+	// txns is the master's open-transaction state (catalogs/<c>/txns),
+	// memberTxns each member's (members/<m>/txns/<c>); txnsWrites counts
+	// the fenced writes that wrote the master's.
+	txns       string
+	txnsRev    int64
+	txnsWrites int
+	memberTxns map[string]string
 }
 
 func newMemStore() *memStore {
-	return &memStore{members: map[string][2]int64{}, memberWrites: map[string][]int64{}}
+	return &memStore{members: map[string][2]int64{}, memberWrites: map[string][]int64{}, memberTxns: map[string]string{}}
 }
 
 func (s *memStore) masterLocked() cursorstore.Cursor {
-	c := cursorstore.Cursor{Exists: s.cursorRev != 0, Rev: s.cursorRev, Epoch: s.epoch, EpochRev: s.epochRev, Metastore: s.uuid, MetastoreRev: s.uuidRev}
+	c := cursorstore.Cursor{Exists: s.cursorRev != 0, Rev: s.cursorRev, Epoch: s.epoch, EpochRev: s.epochRev, Metastore: s.uuid, MetastoreRev: s.uuidRev,
+		Txns: s.txns, TxnsRev: s.txnsRev}
 	if c.Exists {
 		c.Value, c.Raw = s.cursor, fmt.Sprint(s.cursor)
 	}
@@ -336,7 +344,7 @@ func (s *memStore) MasterCursor(context.Context, string) (cursorstore.Cursor, er
 	return s.masterLocked(), nil
 }
 
-func (s *memStore) fenced(tok election.Token, lastSeen cursorstore.Cursor, value, epoch int64, uuid string) (cursorstore.Cursor, error) {
+func (s *memStore) fenced(tok election.Token, lastSeen cursorstore.Cursor, value, epoch int64, uuid, txns string) (cursorstore.Cursor, error) {
 	if tok != s.leader || !tok.Valid() {
 		return s.masterLocked(), cursorstore.ErrNotLeader
 	}
@@ -352,6 +360,10 @@ func (s *memStore) fenced(tok election.Token, lastSeen cursorstore.Cursor, value
 	if uuid != "" && uuid != s.uuid {
 		s.uuid, s.uuidRev = uuid, s.rev
 	}
+	if txns != "" {
+		s.txns, s.txnsRev = txns, s.rev
+		s.txnsWrites++
+	}
 	return s.masterLocked(), nil
 }
 
@@ -366,14 +378,14 @@ func (s *memStore) CommitMaster(_ context.Context, _ string, c cursorstore.Commi
 		return lastSeen, cursorstore.ErrNewLineage
 	}
 	s.commits++
-	return s.fenced(tok, lastSeen, value, lastSeen.Epoch, uuid)
+	return s.fenced(tok, lastSeen, value, lastSeen.Epoch, uuid, c.Txns)
 }
 
 func (s *memStore) RewindMaster(_ context.Context, _ string, c cursorstore.Commit) (cursorstore.Cursor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rewind++
-	return s.fenced(c.Token, c.Base, c.Value, c.Base.Epoch+1, c.Metastore)
+	return s.fenced(c.Token, c.Base, c.Value, c.Base.Epoch+1, c.Metastore, c.Txns)
 }
 
 // operatorSet is `hmssync cursor set` / `cursor reset` (-1).
@@ -385,6 +397,7 @@ func (s *memStore) operatorSet(value int64) {
 		s.epoch, s.epochRev = s.epoch+1, s.rev
 	}
 	s.cursor, s.cursorRev = value, s.rev
+	s.txns, s.txnsRev = "", 0 // as cursorstore's SetMaster deletes it
 }
 
 // commitAs writes the committed keys as another master would have.
@@ -409,7 +422,19 @@ func (s *memStore) MemberCursor(_ context.Context, member, _ string) (cursorstor
 	if !ok {
 		return cursorstore.Cursor{}, nil
 	}
-	return cursorstore.Cursor{Value: v[0], Exists: true, Rev: 1, Epoch: v[1]}, nil
+	return cursorstore.Cursor{Value: v[0], Exists: true, Rev: 1, Epoch: v[1], Txns: s.memberTxns[member]}, nil
+}
+
+func (s *memStore) PutMemberCursorTxns(ctx context.Context, member, catalog string, value, epoch int64, txns string) error {
+	if err := s.PutMemberCursor(ctx, member, catalog, value, epoch); err != nil {
+		return err
+	}
+	if txns != "" {
+		s.mu.Lock()
+		s.memberTxns[member] = txns
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 func (s *memStore) PutMemberCursor(_ context.Context, member, _ string, value, epoch int64) error {
@@ -478,6 +503,10 @@ type rigOpts struct {
 	decoder EventDecoder // default memDecoder
 	// healsPerHour is Config.SelfHealMaxPerHour (0: the default).
 	healsPerHour int
+	// include is Catalog.Include (unanchored patterns); txnTimeout
+	// Catalog.TxnTimeout.
+	include    []string
+	txnTimeout time.Duration
 }
 
 func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
@@ -504,7 +533,7 @@ func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
 	a, err := New(Config{
 		Cluster: "c", Member: o.member, Applier: app, Scope: o.scope, Elector: el, Store: store,
 		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: dec, BatchSize: o.batch,
-			PollInterval: time.Second, SkipEventTypes: o.skip}},
+			PollInterval: time.Second, SkipEventTypes: o.skip, Include: anchored(o.include...), TxnTimeout: o.txnTimeout}},
 		SelfHealMaxPerHour: o.healsPerHour,
 		Logger:             zaptest.NewLogger(t),
 	})

@@ -35,6 +35,9 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 			return 0, err
 		}
 		l.cursor.moveInto(target, m.Epoch)
+		// The master's open transactions are as of the cursor this member
+		// now holds too.
+		l.takeTxns(m.Txns, target, "the master's")
 		return again, nil
 	case target == own:
 		l.updateLag()
@@ -45,8 +48,10 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 	if !local {
 		// Cluster scope: the master's apply reached this member's FE through
 		// the FE's own replication. Reading the events again would only load
-		// the metastore, so the follower moves its cursor along.
+		// the metastore, so the follower moves its cursor along, and takes
+		// the master's open transactions as of it, for the day it is master.
 		l.cursor.moveTo(target)
+		l.takeTxns(m.Txns, target, "the master's")
 		return again, nil
 	}
 	if moved, err := l.checkFEApplied(ctx); err != nil || moved {

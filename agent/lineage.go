@@ -51,7 +51,8 @@ func (l *catalogLoop) startLineage(ctx context.Context, term election.Term, cur 
 	base := l.base.cursor()
 	l.cursor.moveInto(cur, base.Epoch+1)
 	start := time.Now()
-	c, err := l.store.RewindMaster(ctx, l.cat.Name, cursorstore.Commit{Token: term.Token, Base: base, Value: cur, Metastore: uuid})
+	c, err := l.store.RewindMaster(ctx, l.cat.Name, cursorstore.Commit{Token: term.Token, Base: base, Value: cur, Metastore: uuid,
+		Txns: l.txnsToWrite(cur, base.Txns)})
 	l.progressed()
 	l.rec.commitTook(time.Since(start))
 	if err != nil {

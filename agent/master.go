@@ -300,7 +300,8 @@ func (l *catalogLoop) commit(ctx context.Context, term election.Term, value int6
 		return nil
 	}
 	start := time.Now()
-	c, err := l.store.CommitMaster(ctx, l.cat.Name, cursorstore.Commit{Token: term.Token, Base: base, Value: value, Metastore: uuid})
+	c, err := l.store.CommitMaster(ctx, l.cat.Name, cursorstore.Commit{Token: term.Token, Base: base, Value: value, Metastore: uuid,
+		Txns: l.txnsToWrite(value, base.Txns)})
 	l.progressed()
 	l.rec.commitTook(time.Since(start))
 	if err != nil {

@@ -40,6 +40,10 @@ type metrics struct {
 	pushdownDBs     *prometheus.GaugeVec // catalog
 	feAuthFailures  prometheus.Counter
 	statusPublishes *prometheus.CounterVec // result
+
+	txnUnknownCommits *prometheus.CounterVec // catalog
+	txnDropped        *prometheus.CounterVec // catalog, reason
+	txnOpen           *prometheus.GaugeVec   // catalog
 }
 
 func newMetrics() *metrics {
@@ -103,7 +107,10 @@ func newMetrics() *metrics {
 			f(c)
 			return c
 		}(),
-		statusPublishes: counter("status_publishes_total", "Member status writes to etcd, by result: ok, error.", "result"),
+		statusPublishes:   counter("status_publishes_total", "Member status writes to etcd, by result: ok, error.", "result"),
+		txnUnknownCommits: counter("txn_unknown_commits_total", "COMMIT_TXN events of transactions the open-transaction state could not answer for (opened before tracking began, the state lost, a bound exceeded): each batch holding any is applied as a full refresh.", "catalog"),
+		txnDropped:        counter("txn_dropped_total", "Open transactions dropped from the open-transaction state, by reason: timeout (older than hive.txn.timeout), open_cap, size_cap, table_cap (its tables no longer kept). Their commits are unknown commits.", "catalog", "reason"),
+		txnOpen:           gauge("txn_open", "Open transactions that wrote a table, as the open-transaction state holds them.", "catalog"),
 	}
 	m.statusPublishes.WithLabelValues("ok")
 	m.statusPublishes.WithLabelValues("error")

@@ -112,6 +112,9 @@ type decoded struct {
 	// poisoned are the events that could not be decoded, to be healed by
 	// the objects they concern.
 	poisoned []poisonedEvent
+	// txns are the transaction events, in order, with their places among
+	// changes (txnstate.go).
+	txns []txnEvent
 }
 
 // typeCounts counts events by type. A fetch holds a handful of types, so a
@@ -155,8 +158,12 @@ func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) err
 		d.changes = make([]change.Descriptor, 0, len(evs)) // about one change per event
 	}
 	for i, ev := range evs {
-		if errs != nil && errs[i] != nil {
-			pe := &poisonError{eventID: ev.ID, eventType: ev.Type, err: errs[i]}
+		err := l.decodeTxn(ev, d)
+		if err == nil && errs != nil {
+			err = errs[i]
+		}
+		if err != nil {
+			pe := &poisonError{eventID: ev.ID, eventType: ev.Type, err: err}
 			objs := l.attribute(ev)
 			if len(objs) == 0 {
 				return pe
@@ -164,6 +171,10 @@ func (l *catalogLoop) decode(evs []message.Event, d *decoded, inFlight bool) err
 			d.poisoned = append(d.poisoned, poisonedEvent{id: ev.ID, typ: ev.Type, err: pe,
 				header: change.Object{DB: strings.ToLower(ev.DB), Table: strings.ToLower(ev.Table)},
 				heals:  poisonHeals(ev.ID, ev.Type, objs)})
+			if message.IsTxnEvent(ev.Type) {
+				// What it said is lost: the state no longer knows all.
+				d.txns = append(d.txns, txnEvent{id: ev.ID, time: int64(ev.Time), at: len(d.changes), lost: true})
+			}
 			continue
 		}
 		kept := false
@@ -264,7 +275,11 @@ func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64) er
 	for _, p := range d.poisoned {
 		l.rec.poisoned(p.typ)
 	}
-	changes, heals, needCatalog := l.heal.substitute(d.changes, d.poisoned, l.keep)
+	tp := l.txns.plan(l.cursor.Value(), d.txns, l.keep)
+	if len(tp.unknown) > 0 {
+		return l.refreshForUnknownCommits(ctx, d, tp, to)
+	}
+	changes, heals, needCatalog := l.heal.substitute(tp.changes(d.changes), d.poisoned, l.keep)
 	if needCatalog {
 		return l.healOutsideFilter(d.poisoned)
 	}
@@ -275,6 +290,7 @@ func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64) er
 	l.heal.forget() // the batch is applied: what was planned for it is spent
 	l.healed(heals)
 	l.rec.eventsCovered(d)
+	l.txnsApplied(tp, to)
 	return nil
 }
 

@@ -18,9 +18,9 @@ import (
 // Required: EventSource, EventDecoder, Elector, CursorStore (and Config's
 // applier.Applier). Optional, found by a type assertion on the required value
 // and each saying below what the driver does without it: DatabaseEventSource and
-// MetastoreIdentifier (on the EventSource), PoisonAttributor (on the
-// EventDecoder), AppliedReporter (on the Applier), WatchRestartCounter and
-// MemberWatcher (on the CursorStore), StatusPublisher (Config.Status) and
+// MetastoreIdentifier (on the EventSource), PoisonAttributor and TxnDecoder (on
+// the EventDecoder), AppliedReporter (on the Applier), WatchRestartCounter,
+// MemberTxnsWriter and MemberWatcher (on the CursorStore), StatusPublisher (Config.Status) and
 // StatusWriteObserver (on the StatusPublisher).
 
 // EventSource reads one metastore's notification log.
@@ -60,6 +60,15 @@ type AppliedReporter interface {
 // EventDecoder turns one notification event into change descriptors.
 type EventDecoder interface {
 	Decode(message.Event) ([]change.Descriptor, error)
+}
+
+// TxnDecoder is implemented by decoders that can read transaction events
+// (message.Decoder): OPEN_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, ABORT_TXN,
+// which the catalog's open-transaction state turns into refreshes
+// (txnstate.go). Without it those events give nothing, and writes to
+// transactional tables reach no FE.
+type TxnDecoder interface {
+	DecodeTxn(message.Event) (message.Txn, error)
 }
 
 // PoisonAttributor is implemented by decoders that can name the objects an
@@ -106,6 +115,15 @@ type WatchRestartCounter interface {
 	WatchRestarts() int64
 }
 
+// MemberTxnsWriter is implemented by cursor stores that can write a member's
+// open-transaction state with its cursor, in one transaction
+// (*cursorstore.Store); txns "" leaves the state's key as it is. Without it the
+// member's state is not saved, and after a restart its transactions' commits are
+// unknown commits (a full refresh each).
+type MemberTxnsWriter interface {
+	PutMemberCursorTxns(ctx context.Context, member, catalog string, value, epoch int64, txns string) error
+}
+
 // MemberWatcher is implemented by cursor stores that can follow every member's
 // durable cursor of a catalog and whether the member is live (its status key;
 // *cursorstore.Store): /v1/wait's cluster scope with a local-scope dialect opens
@@ -137,6 +155,8 @@ var (
 	_ MetastoreIdentifier = (*hms.Client)(nil)
 	_ EventDecoder        = message.Decoder{}
 	_ PoisonAttributor    = message.Decoder{}
+	_ TxnDecoder          = message.Decoder{}
+	_ MemberTxnsWriter    = (*cursorstore.Store)(nil)
 	_ Elector             = (*election.Elector)(nil)
 	_ CursorStore         = (*cursorstore.Store)(nil)
 	_ WatchRestartCounter = (*cursorstore.Store)(nil)

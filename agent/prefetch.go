@@ -321,9 +321,13 @@ func (ra *readAhead) decodedInto(d *decoded) error {
 	if ra.decodeErr != nil {
 		return ra.decodeErr
 	}
-	if d.changes == nil && d.applied == nil && d.skipped == nil && d.poisoned == nil {
+	if d.changes == nil && d.applied == nil && d.skipped == nil && d.poisoned == nil && d.txns == nil {
 		*d = ra.decoded // nothing to merge with: no copy
 		return nil
+	}
+	for _, t := range ra.decoded.txns {
+		t.at += len(d.changes) // its place among the merged changes
+		d.txns = append(d.txns, t)
 	}
 	d.changes = append(d.changes, ra.decoded.changes...)
 	d.poisoned = append(d.poisoned, ra.decoded.poisoned...)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hmssync/hmssync/applier/fetest"
 	"github.com/hmssync/hmssync/hms/hmstest"
+	"github.com/hmssync/hmssync/hms/message"
 )
 
 // The push-down scenarios: a catalog that includes database a only, its master
@@ -192,4 +193,39 @@ func TestPushdownDatabasesGauge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Transaction events name no database in their header (Hive 3.1 writes the
+// string "null" and " "): a master reading only database a's events still
+// reads them, through the cross-database stream, and the commit of a write to
+// a.t refreshes it.
+func TestPushdownKeepsTransactionEvents(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{include: []string{`a\..*`}})
+	h.mustHMS(h.hms.CreateDatabase("a"))
+	h.mustHMS(h.hms.CreateTable(hmstest.Table{DB: "a", Name: "t"}))
+	h.hms.RecordFetches()
+	h.start(0, memberOpts{})
+	h.awaitApplied(0)
+
+	txn := func(typ, body string) message.Event {
+		return message.Event{Time: 1700000000, Type: typ, DB: "null", Table: " ", Format: message.FormatJSON, Message: body}
+	}
+	_, commit := h.hms.Append(
+		txn(message.EventOpenTxn, `{"txnIds":null,"timestamp":1,"fromTxnId":7,"toTxnId":7,"server":"","servicePrincipal":""}`),
+		txn(message.EventAllocWriteID, `{"server":"","servicePrincipal":"","txnIdList":[7],"writeIdList":[1],"dbName":"a","tableName":"t","timestamp":1}`),
+		txn(message.EventCommitTxn, `{"txnid":7,"timestamp":1,"server":"","servicePrincipal":""}`))
+	h.awaitApplied(0)
+	var got []string
+	for _, b := range h.fes[0].State().Changes {
+		for _, c := range b.Changes {
+			if c.EventID == commit {
+				got = append(got, string(c.Op)+" "+c.DB+"."+c.Table)
+			}
+		}
+	}
+	if len(got) != 1 || got[0] != "REFRESH_TABLE a.t" {
+		t.Errorf("the commit (event %d) gave the FE %v; want REFRESH_TABLE a.t", commit, got)
+	}
+	h.checkPushedDown("a")
 }

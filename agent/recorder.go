@@ -87,6 +87,8 @@ func newRecorder(m *metrics, catalog string) *recorder {
 	r.masterCursor.Set(-1)
 	r.paused.Set(0)
 	r.healLoopsGauge.Set(0)
+	m.txnUnknownCommits.WithLabelValues(catalog) // the series exist before the first commit
+	m.txnOpen.WithLabelValues(catalog).Set(0)
 	for _, s := range []healScope{healTable, healDatabase, healCatalog} {
 		m.selfHeals.WithLabelValues(catalog, s.String()) // every scope's series exists from the start
 	}
@@ -251,6 +253,19 @@ func (r *recorder) fullRefreshed(reason string) {
 
 // commitTook times one fenced commit.
 func (r *recorder) commitTook(took time.Duration) { r.commitSeconds.Observe(took.Seconds()) }
+
+// txnUnknownCommits counts commits the open-transaction state could not answer for.
+func (r *recorder) txnUnknownCommits(n int) {
+	r.m.txnUnknownCommits.WithLabelValues(r.catalog).Add(float64(n))
+}
+
+// txnsDropped counts open transactions dropped for a bound (reason).
+func (r *recorder) txnsDropped(reason string, n int) {
+	r.m.txnDropped.WithLabelValues(r.catalog, reason).Add(float64(n))
+}
+
+// txnsOpen sets how many open transactions the state holds.
+func (r *recorder) txnsOpen(n int) { r.m.txnOpen.WithLabelValues(r.catalog).Set(float64(n)) }
 
 // fenceRefused counts a fenced commit etcd refused, by reason.
 func (r *recorder) fenceRefused(reason string) {

@@ -37,6 +37,11 @@ type Cursor struct {
 	// none was recorded); master cursors only. MetastoreRev is its ModRevision.
 	Metastore    string
 	MetastoreRev int64
+	// Txns is the open-transaction state written with the cursor (the
+	// agent's JSON, as of Value; "" when the key is absent), TxnsRev its
+	// ModRevision.
+	Txns    string
+	TxnsRev int64
 }
 
 // String is the cursor as `cursor get` prints it: the decimal value or "unset".
@@ -126,7 +131,7 @@ func (s *Store) MasterCursor(ctx context.Context, catalog string) (Cursor, error
 // parseMaster assembles a master cursor from the keys under its catalog's
 // directory (any order; absent keys are simply not there).
 func (s *Store) parseMaster(catalog string, kvs []*mvccpb.KeyValue) (Cursor, error) {
-	var cursorKV, epochKV, uuidKV *mvccpb.KeyValue
+	var cursorKV, epochKV, uuidKV, txnsKV *mvccpb.KeyValue
 	for _, kv := range kvs {
 		switch string(kv.Key) {
 		case s.keys.masterCursor(catalog):
@@ -135,11 +140,16 @@ func (s *Store) parseMaster(catalog string, kvs []*mvccpb.KeyValue) (Cursor, err
 			epochKV = kv
 		case s.keys.masterMetastore(catalog):
 			uuidKV = kv
+		case s.keys.masterTxns(catalog):
+			txnsKV = kv
 		}
 	}
 	c, err := parseCursor(s.keys.masterCursor(catalog), cursorKV, s.masterFix(catalog))
 	if uuidKV != nil {
 		c.Metastore, c.MetastoreRev = string(uuidKV.Value), uuidKV.ModRevision
+	}
+	if txnsKV != nil {
+		c.Txns, c.TxnsRev = string(txnsKV.Value), txnsKV.ModRevision
 	}
 	e, eerr := parseEpoch(s.keys.masterEpoch(catalog), epochKV, s.epochFix(catalog))
 	c.Epoch, c.EpochRev = e.value, e.rev
@@ -188,7 +198,9 @@ func (s *Store) setMaster(ctx context.Context, catalog string, value int64, led 
 			return Cursor{}, fmt.Errorf("read %s from etcd: %w", key, err)
 		}
 		old, _ = s.parseMaster(catalog, cur.Kvs) // a bad old value is what the operator is fixing
-		ops := []clientv3.Op{clientv3.OpPut(key, formatCursor(value))}
+		// The open-transaction state is as of the value replaced: deleted,
+		// so that no member takes it for the state as of the new one.
+		ops := []clientv3.Op{clientv3.OpPut(key, formatCursor(value)), clientv3.OpDelete(s.keys.masterTxns(catalog))}
 		if epoch := operatorEpoch(old, value); epoch != old.Epoch || old.EpochRev == 0 {
 			ops = append(ops, clientv3.OpPut(s.keys.masterEpoch(catalog), formatCursor(epoch)))
 		}

@@ -38,13 +38,20 @@ var (
 // Commit is one fenced write of a catalog's master cursor: Value, written by the
 // master holding Token, compare-and-set on Base (the cursor as MasterCursor,
 // WatchMaster or the previous commit returned it). Metastore is the metastore's
-// db uuid as the master reads it ("" when it offers none).
+// db uuid as the master reads it ("" when it offers none). Txns, when not "",
+// is written as the open-transaction state as of Value (catalogs/<c>/txns) in
+// the same transaction; "" leaves the key as it is (the state did not change).
 type Commit struct {
 	Token     election.Token
 	Base      Cursor
 	Value     int64
 	Metastore string
+	Txns      string
 }
+
+// MaxTxnsBytes bounds Commit.Txns and a member's state: etcd refuses requests
+// over 1.5 MiB by default, and the state shares its request with the cursor.
+const MaxTxnsBytes = 1 << 20
 
 // CommitMaster moves catalog's master cursor from c.Base (lastSeen below) to
 // c.Value (value) within lastSeen's epoch, fenced by the master's token (tok), in
@@ -117,6 +124,12 @@ func (s *Store) fencedPut(ctx context.Context, catalog string, commit Commit, ep
 	if writeUUID {
 		ops = append(ops, clientv3.OpPut(uuidKey, metastore))
 	}
+	if len(commit.Txns) > MaxTxnsBytes {
+		return Cursor{}, fmt.Errorf("commit %s=%d: the open-transaction state is %d bytes, more than %d", key, value, len(commit.Txns), MaxTxnsBytes)
+	}
+	if commit.Txns != "" {
+		ops = append(ops, clientv3.OpPut(s.keys.masterTxns(catalog), commit.Txns))
+	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	// A member without a leader refuses the Txn before applying anything, so
@@ -145,6 +158,10 @@ func (s *Store) fencedPut(ctx context.Context, catalog string, commit Commit, ep
 		}
 		if writeUUID {
 			c.Metastore, c.MetastoreRev = metastore, rev
+		}
+		c.Txns, c.TxnsRev = lastSeen.Txns, lastSeen.TxnsRev
+		if commit.Txns != "" {
+			c.Txns, c.TxnsRev = commit.Txns, rev
 		}
 		return c, nil
 	}

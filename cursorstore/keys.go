@@ -16,8 +16,10 @@ const DefaultPrefix = "/hmssync"
 //	root/catalogs/<catalog>/cursor     master cursor, decimal
 //	root/catalogs/<catalog>/epoch      the master cursor's lineage (SPEC §2a), decimal
 //	root/catalogs/<catalog>/metastore  the metastore's db uuid the lineage belongs to
+//	root/catalogs/<catalog>/txns       the master's open transactions as of the master cursor (JSON)
 //	root/members/<member>/cursors/<c>  a member's own cursor, decimal, durable
 //	root/members/<member>/epochs/<c>   the epoch that cursor belongs to, decimal
+//	root/members/<member>/txns/<c>     the member's open transactions as of that cursor (JSON)
 //	root/members/<member>/status       a member's status JSON, bound to its lease
 //	root/members/<member>/holder       the process running as that member (JSON), bound to its own lease
 //	root/pause                         present = maintenance mode
@@ -79,6 +81,11 @@ func (k keys) masterDir(catalog string) string { return k.root + "/catalogs/" + 
 func (k keys) masterCursor(catalog string) string    { return k.masterDir(catalog) + "cursor" }
 func (k keys) masterEpoch(catalog string) string     { return k.masterDir(catalog) + "epoch" }
 func (k keys) masterMetastore(catalog string) string { return k.masterDir(catalog) + "metastore" }
+func (k keys) masterTxns(catalog string) string      { return k.masterDir(catalog) + "txns" }
+
+func (k keys) memberTxns(member, catalog string) string {
+	return k.root + "/members/" + member + "/txns/" + catalog
+}
 
 func (k keys) memberEpoch(member, catalog string) string {
 	return k.root + "/members/" + member + "/epochs/" + catalog

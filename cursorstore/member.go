@@ -23,12 +23,13 @@ func (s *Store) MemberCursor(ctx context.Context, member, catalog string) (Curso
 		return Cursor{}, err
 	}
 	key, epochKey := s.keys.memberCursor(member, catalog), s.keys.memberEpoch(member, catalog)
+	txnsKey := s.keys.memberTxns(member, catalog)
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	// A read-only Txn: safe to send again wherever it failed.
 	var resp *clientv3.TxnResponse
 	err := etcdcall.Write(rctx, func(rctx context.Context) (err error) {
-		resp, err = s.cli.Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(epochKey)).Commit()
+		resp, err = s.cli.Txn(rctx).Then(clientv3.OpGet(key), clientv3.OpGet(epochKey), clientv3.OpGet(txnsKey)).Commit()
 		return err
 	})
 	if err != nil {
@@ -43,6 +44,9 @@ func (s *Store) MemberCursor(ctx context.Context, member, catalog string) (Curso
 	c, err := parseCursor(key, first(0), s.memberFix(member))
 	e, eerr := parseEpoch(epochKey, first(1), s.memberFix(member))
 	c.Epoch, c.EpochRev = e.value, e.rev
+	if kv := first(2); kv != nil {
+		c.Txns, c.TxnsRev = string(kv.Value), kv.ModRevision
+	}
 	if err == nil {
 		err = eerr
 	}
@@ -53,6 +57,13 @@ func (s *Store) MemberCursor(ctx context.Context, member, catalog string) (Curso
 // one transaction. It is not bound to a lease: it must survive the member's
 // restart.
 func (s *Store) PutMemberCursor(ctx context.Context, member, catalog string, value, epoch int64) error {
+	return s.PutMemberCursorTxns(ctx, member, catalog, value, epoch, "")
+}
+
+// PutMemberCursorTxns is PutMemberCursor that also writes the member's
+// open-transaction state as of value (members/<m>/txns/<c>) in the same
+// transaction, when txns is not "" ("" leaves the key as it is).
+func (s *Store) PutMemberCursorTxns(ctx context.Context, member, catalog string, value, epoch int64, txns string) error {
 	if err := s.check(memberName(member), catalogName(catalog)); err != nil {
 		return err
 	}
@@ -63,10 +74,17 @@ func (s *Store) PutMemberCursor(ctx context.Context, member, catalog string, val
 	if epoch < 0 {
 		return fmt.Errorf("put %s: epoch %d: want 0 or more", epochKey, epoch)
 	}
+	if len(txns) > MaxTxnsBytes {
+		return fmt.Errorf("put %s: the open-transaction state is %d bytes, more than %d", key, len(txns), MaxTxnsBytes)
+	}
+	ops := []clientv3.Op{clientv3.OpPut(key, formatCursor(value)), clientv3.OpPut(epochKey, formatCursor(epoch))}
+	if txns != "" {
+		ops = append(ops, clientv3.OpPut(s.keys.memberTxns(member, catalog), txns))
+	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	err := etcdcall.Write(rctx, func(rctx context.Context) error {
-		_, err := s.cli.Txn(rctx).Then(clientv3.OpPut(key, formatCursor(value)), clientv3.OpPut(epochKey, formatCursor(epoch))).Commit()
+		_, err := s.cli.Txn(rctx).Then(ops...).Commit()
 		return err
 	})
 	if err != nil {

@@ -70,6 +70,15 @@ func (s *Store) MemberCursorKey(member, catalog string) string {
 	return s.keys.memberCursor(member, catalog)
 }
 
+// MasterTxnsKey is the key of the master's open-transaction state for a
+// catalog, MemberTxnsKey a member's.
+func (s *Store) MasterTxnsKey(catalog string) string { return s.keys.masterTxns(catalog) }
+
+// MemberTxnsKey is the key of a member's open-transaction state for a catalog.
+func (s *Store) MemberTxnsKey(member, catalog string) string {
+	return s.keys.memberTxns(member, catalog)
+}
+
 // StatusKey is the key of a member's status.
 func (s *Store) StatusKey(member string) string { return s.keys.status(member) }
 

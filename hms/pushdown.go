@@ -40,8 +40,13 @@ import (
 // Sales` is logged under "Sales", which the dbName filter "sales" misses
 // where the metastore's database compares case-sensitively (PostgreSQL,
 // Derby, Oracle). The other types name a database read back from the store
-// (lower-case) or, for CREATE_TABLE, one Hive 4 normalizes first.
-var crossDatabaseTypes = []string{message.EventAlterTable, message.EventAlterDatabase, message.EventCreateDatabase}
+// (lower-case) or, for CREATE_TABLE, one Hive 4 normalizes first. The
+// transaction events name no database in their header (Hive 3.1 writes the
+// string "null"): the table an ALLOC_WRITE_ID_EVENT or COMMIT_COMPACTION_EVENT
+// concerns is in its body, and COMMIT_TXN must reach the consumer whichever
+// tables its transaction wrote, so they come through this stream too.
+var crossDatabaseTypes = []string{message.EventAlterTable, message.EventAlterDatabase, message.EventCreateDatabase,
+	message.EventOpenTxn, message.EventAllocWriteID, message.EventCommitTxn, message.EventAbortTxn, message.EventCommitCompaction}
 
 // PushdownDatabase reports whether db can be asked for by name: Hive compares
 // the header with the request's name trimmed and lower-cased, so a name that

@@ -33,7 +33,7 @@ func TestNextEventsOfDatabasesBoundsAndDuplicates(t *testing.T) {
 		ev(message.EventInsert, "a"),      // 6
 		ev(message.EventAlterTable, "x"),  // 7: a.t renamed to x.t
 		ev(message.EventInsert, "b"),      // 8
-		ev("OPEN_TXN", ""),                // 9
+		ev("OPEN_TXN", ""),                // 9: no database; in the cross-database stream
 	)
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
 	ctx := ctxT(t)
@@ -49,8 +49,11 @@ func TestNextEventsOfDatabasesBoundsAndDuplicates(t *testing.T) {
 		{0, []int64{1, 3}, 3, 0},
 		// a: 4,6 (full: bound 6), b: 8, renames: 4,7 (4 twice).
 		{3, []int64{4, 6}, 6, 1},
-		// a: none, b: 8, renames: 7; all short: up to the current id, 9.
-		{6, []int64{7, 8}, 9, 0},
+		// a: none, b: 8, cross-database: 7,9 (full). Merged 7,8,9, of
+		// which two fit: complete up to 8.
+		{6, []int64{7, 8}, 8, 0},
+		// All short: up to the current id, 9.
+		{8, []int64{9}, 9, 0},
 	}
 	for _, st := range steps {
 		f, err := c.NextEventsOfDatabases(ctx, st.after, 2, nil, dbs)
@@ -81,7 +84,8 @@ func TestNextEventsOfDatabasesReadsEveryEventOnce(t *testing.T) {
 			e.DB = ""
 		}
 		first, _ := s.Append(e)
-		if e.DB == "a" || e.DB == "b" || e.Type == message.EventAlterTable || e.Type == message.EventAlterDatabase {
+		// Transaction events come whatever their header says (none).
+		if e.DB == "a" || e.DB == "b" || e.Type == message.EventAlterTable || e.Type == message.EventAlterDatabase || e.Type == "OPEN_TXN" {
 			want = append(want, first)
 		}
 	}
@@ -201,7 +205,10 @@ func TestFakeFiltersAsHive4(t *testing.T) {
 	defer s.Close()
 	s.Append(ev(message.EventInsert, "a"), ev("OPEN_TXN", ""), message.Event{Type: message.EventInsert, DB: "a", Message: "{}"}, ev(message.EventInsert, "A"))
 	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
-	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, []string{message.EventAlterTable, message.EventAlterDatabase}, []string{"a"})
+	// Every type of the cross-database stream skipped: only the database
+	// stream is read.
+	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, []string{message.EventAlterTable, message.EventAlterDatabase, message.EventCreateDatabase,
+		message.EventOpenTxn, message.EventAllocWriteID, message.EventCommitTxn, message.EventAbortTxn, message.EventCommitCompaction}, []string{"a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +296,24 @@ func TestNextEventsOfDatabasesCreateDatabaseSpelledInUpperCase(t *testing.T) {
 	}
 	if got := ids(f.Events); !slices.Contains(got, 1) {
 		t.Errorf("events %v, last %d; want CREATE_DATABASE Sales (1) among them", got, f.Last)
+	}
+}
+
+// Transaction events name no database in their header (Hive 3.1: "null" and
+// " "; Hive 4: none): the filtered read must still return them, since the
+// table a COMMIT_TXN makes visible is known only from its allocations.
+func TestNextEventsOfDatabasesKeepsTransactionEvents(t *testing.T) {
+	s := hmstest.NewServer()
+	defer s.Close()
+	s.Append(ev(message.EventCreateTable, "x"), ev(message.EventOpenTxn, "null"), ev(message.EventAllocWriteID, "null"),
+		ev(message.EventCommitTxn, ""), ev(message.EventAbortTxn, "null"), ev(message.EventCommitCompaction, ""), ev(message.EventInsert, "x"))
+	c := newClient(t, hms.ClientConfig{URIs: []string{s.URI()}})
+	f, err := c.NextEventsOfDatabases(ctxT(t), 0, 10, nil, []string{"sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(f.Events), []int64{2, 3, 4, 5, 6}; !slices.Equal(got, want) {
+		t.Errorf("events %v, last %d; want the transaction events %v (and not x's)", got, f.Last, want)
 	}
 }
 

@@ -18,7 +18,15 @@ import (
 // the header's database: a rename within it is then healed too. Nil when nothing
 // usable is known (no header, a name that is not valid UTF-8, an event that is
 // not one table's or database's, ALTER_DATABASE, whose new name the header lacks).
+//
+// Transaction events: an ALLOC_WRITE_ID_EVENT or a COMMIT_COMPACTION_EVENT
+// concerns the one table it names (in the header when it is usable, else in the
+// body: Hive 3.1 writes "null" and " " there); OPEN_TXN, COMMIT_TXN and
+// ABORT_TXN name no table, so nil (the catalog).
 func (d Decoder) Attribute(e Event) []change.Object {
+	if e.Type == EventAllocWriteID || e.Type == EventCommitCompaction {
+		return d.attributeTable(e)
+	}
 	if !decodedTypes[e.Type] || e.Type == EventAlterDatabase {
 		return nil
 	}
@@ -38,7 +46,7 @@ func (d Decoder) Attribute(e Event) []change.Object {
 	if e.Type != EventAlterTable {
 		return objs
 	}
-	oldDB, oldTable, ok := d.bodyNames(e)
+	oldDB, oldTable, ok := d.bodyNames(e, "db", "table")
 	if !ok {
 		return []change.Object{{DB: db}}
 	}
@@ -57,10 +65,28 @@ func headerName(name string) (string, bool) {
 	return normaliseIdentifier(name), true
 }
 
-// bodyNames reads the top-level "db" and "table" members of e's message as far
-// as the message can be read: a message cut short or corrupt further on still
-// gives them when they come first, as Hive writes them.
-func (d Decoder) bodyNames(e Event) (db, table string, ok bool) {
+// attributeTable names the table of an ALLOC_WRITE_ID_EVENT or
+// COMMIT_COMPACTION_EVENT: the header's, else the body's.
+func (d Decoder) attributeTable(e Event) []change.Object {
+	db, dbOK := headerName(e.DB)
+	table, tableOK := headerName(e.Table)
+	if !dbOK || !tableOK {
+		dbKey := "dbName"
+		if e.Type == EventCommitCompaction {
+			dbKey = "dbname"
+		}
+		var ok bool
+		if db, table, ok = d.bodyNames(e, dbKey, "tableName"); !ok {
+			return nil
+		}
+	}
+	return []change.Object{{DB: db, Table: table}}
+}
+
+// bodyNames reads the top-level members dbKey and tableKey of e's message as
+// far as the message can be read: a message cut short or corrupt further on
+// still gives them when they come first, as Hive writes them.
+func (d Decoder) bodyNames(e Event, dbKey, tableKey string) (db, table string, ok bool) {
 	bufs := getDecodeBuffers()
 	defer putDecodeBuffers(bufs)
 	text, err := bufs.messageText(e)
@@ -82,14 +108,14 @@ func (d Decoder) bodyNames(e Event) (db, table string, ok bool) {
 			break
 		}
 		var s string
-		if key != "db" && key != "table" || json.Unmarshal(v, &s) != nil {
+		if key != dbKey && key != tableKey || json.Unmarshal(v, &s) != nil {
 			continue
 		}
 		name, usable := headerName(s)
 		if !usable {
 			return "", "", false
 		}
-		if key == "db" {
+		if key == dbKey {
 			db = name
 		} else {
 			table = name

@@ -39,11 +39,7 @@ func NewDecoder(catalog string) Decoder {
 // Events of other catalogs and of types that do not change what an FE caches
 // give none. A message that cannot be decoded gives a *DecodeError.
 func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
-	catalog := d.Catalog
-	if catalog == "" {
-		catalog = DefaultCatalog
-	}
-	if e.Catalog != "" && !strings.EqualFold(e.Catalog, catalog) {
+	if !d.ownCatalog(e) {
 		return nil, nil
 	}
 	if !decodedTypes[e.Type] {
@@ -65,11 +61,16 @@ func (d Decoder) Decode(e Event) ([]change.Descriptor, error) {
 	m := &bufs.fields
 	budget := &bufs.budget
 	*budget = newNameBudget(len(text))
-	if err := m.scan(text, budget, e, known); err != nil {
-		return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "malformed message JSON", Err: err}
-	}
 	ed := eventDecoder{e: e, m: m, bufs: bufs, names: budget}
-	descs, err := ed.decode()
+	var descs []change.Descriptor
+	if e.Type == EventCommitCompaction {
+		descs, err = ed.decodeCompaction(text)
+	} else {
+		if err := m.scan(text, budget, e, known); err != nil {
+			return nil, &DecodeError{EventID: e.ID, EventType: e.Type, Reason: "malformed message JSON", Err: err}
+		}
+		descs, err = ed.decode()
+	}
 	if err != nil {
 		var de *DecodeError
 		if errors.As(err, &de) {
@@ -93,6 +94,7 @@ var decodedTypes = map[string]bool{
 	EventCreateTable: true, EventDropTable: true, EventAlterTable: true,
 	EventAddPartition: true, EventDropPartition: true, EventAlterPartition: true,
 	EventAlterPartitions: true, EventInsert: true, EventReload: true,
+	EventCommitCompaction: true,
 }
 
 // messageFields are the message members the decoder uses. Embedded objects are

@@ -8,13 +8,18 @@ import (
 
 // FuzzDecode checks that any event decodes to valid descriptors or to a
 // *DecodeError naming the event, the same with the decoder's shortcuts as
-// without, and never panics. Seeds: the real corpus, the
-// hand-written messages of every event type, and their gzip forms.
+// without, and never panics; so does DecodeTxn. Seeds: the real corpus, the
+// hand-written messages of every event type (the transaction events'
+// included), and their gzip forms.
 func FuzzDecode(f *testing.F) {
 	for _, ev := range realCorpus(f) {
 		f.Add(ev.Type, ev.Format, ev.Message, ev.Catalog)
 	}
 	for _, c := range decodeCases() {
+		f.Add(c.ev.Type, FormatJSON, c.ev.Message, c.ev.Catalog)
+		f.Add(c.ev.Type, "", gzipMessage(f, c.ev.Message), c.ev.Catalog)
+	}
+	for _, c := range txnCases() {
 		f.Add(c.ev.Type, FormatJSON, c.ev.Message, c.ev.Catalog)
 		f.Add(c.ev.Type, "", gzipMessage(f, c.ev.Message), c.ev.Catalog)
 	}
@@ -30,6 +35,13 @@ func FuzzDecode(f *testing.F) {
 		named := ev
 		named.DB, named.Table = "sales", "orders"
 		sameDecode(t, dec, named)
+		// A transaction event reads to a Txn or to a *DecodeError naming it.
+		if _, err := dec.DecodeTxn(ev); err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) || de.EventID != 42 {
+				t.Fatalf("DecodeTxn error %v is not a *DecodeError for event 42", err)
+			}
+		}
 		descs, err := Decoder{}.Decode(ev)
 		if err != nil {
 			var de *DecodeError

@@ -227,6 +227,14 @@ func decodeCases() []decodeCase {
 				quote(tjsonTable("sales", "orders", false, "Dt", "REGION"))+`,"timestamp":1,"partitions":[{"Dt":"2024-01-01","REGION":"EU"}],"partitionListJson":[`+
 				quote(tjsonPartition("sales", "orders", "2024-01-01", "EU"))+`]}`),
 			want: []change.Descriptor{d(31, change.AddPartitions, "sales", "orders", "dt=2024-01-01/region=EU")}},
+		// Hive 4's compaction commit: the cleaner deletes the directories a
+		// cached file listing points at (reference §3, §5).
+		{name: "compaction of a table",
+			ev:   ev(32, "COMMIT_COMPACTION_EVENT", "", "", `{"txnid":50,"compactionId":3,"type":"MAJOR","dbname":"sales","tableName":"orders","partName":null,`+head+`"timestamp":1}`),
+			want: []change.Descriptor{d(32, change.RefreshTable, "sales", "orders")}},
+		{name: "compaction of a partition",
+			ev:   ev(33, "COMMIT_COMPACTION_EVENT", "", "", `{"txnid":51,"compactionId":4,"type":"MINOR","dbname":"sales","tableName":"orders","partName":"dt=2024-01-01/region=eu",`+head+`"timestamp":1}`),
+			want: []change.Descriptor{d(33, change.RefreshPartitions, "sales", "orders", "dt=2024-01-01/region=eu")}},
 	}
 }
 

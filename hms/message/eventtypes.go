@@ -2,8 +2,8 @@ package message
 
 import "slices"
 
-// Event types whose messages the decoder reads (reference §5); every other type
-// yields no descriptor.
+// Event types whose messages Decode reads (reference §5); every other type
+// yields no descriptor (the transaction events are in txn.go).
 const (
 	EventCreateDatabase  = "CREATE_DATABASE"
 	EventDropDatabase    = "DROP_DATABASE"
@@ -26,9 +26,10 @@ var eventTypes = []string{
 	EventCreateTable, EventDropTable, EventAlterTable,
 	EventAddPartition, EventDropPartition, EventAlterPartition, EventAlterPartitions,
 	EventInsert, EventReload,
-	"OPEN_TXN", "COMMIT_TXN", "ABORT_TXN", "ALLOC_WRITE_ID_EVENT", "ACID_WRITE_EVENT", "BATCH_ACID_WRITE_EVENT",
+	EventOpenTxn, EventCommitTxn, EventAbortTxn, EventAllocWriteID, EventCommitCompaction,
+	"ACID_WRITE_EVENT", "BATCH_ACID_WRITE_EVENT",
 	"UPDATE_TBL_COL_STAT_EVENT", "UPDATE_PART_COL_STAT_EVENT", "UPDATE_PART_COL_STAT_EVENT_BATCH",
-	"DELETE_TBL_COL_STAT_EVENT", "DELETE_PART_COL_STAT_EVENT", "COMMIT_COMPACTION_EVENT",
+	"DELETE_TBL_COL_STAT_EVENT", "DELETE_PART_COL_STAT_EVENT",
 	"CREATE_FUNCTION", "DROP_FUNCTION",
 	"ADD_PRIMARYKEY", "ADD_FOREIGNKEY", "ADD_UNIQUECONSTRAINT", "ADD_NOTNULLCONSTRAINT",
 	"ADD_DEFAULTCONSTRAINT", "ADD_CHECKCONSTRAINT", "DROP_CONSTRAINT",
