@@ -61,9 +61,9 @@ var DefaultTxnMix = Mix{Partition: 62 - TxnShare, Insert: 10, AlterTable: 8, Cre
 // partitioned and unpartitioned tables, partitions, inserts, renames and, with
 // Mix.Transactional, transactions on transactional tables. Every step is one
 // mutation that appends exactly one event, but for a compaction (three events
-// under TxnHive4, made only while the event budget has room). It owns the databases it
-// creates (wl<Seed>_db<N>); other mutations of those databases may make steps
-// fail.
+// under TxnHive4, made only while the event budget has room). It owns the
+// databases it creates (wl<Seed>_db<N>); other mutations of those databases may
+// make steps fail.
 type Workload struct {
 	// Rate is steps (events) per second; 0 or less runs as fast as possible.
 	Rate float64
