@@ -31,6 +31,8 @@ func devHMSCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", Usage: "keep the notification log and the objects in `DIR` (loaded at start, saved every second and at exit), so that a restart continues the log instead of resetting it"},
 			&cli.StringFlag{Name: "format", Value: "mixed", Usage: "message format of generated events: json, gzip or mixed"},
 			&cli.BoolFlag{Name: "framed", Usage: "framed Thrift transport"},
+			&cli.BoolFlag{Name: "transactional", Usage: "workloads have transactional steps (5%: OPEN_TXN, ALLOC_WRITE_ID_EVENT, COMMIT_TXN, ABORT_TXN, COMMIT_COMPACTION_EVENT) unless POST /workload says otherwise"},
+			&cli.StringFlag{Name: "txn-events", Value: "hive4", Usage: "whose transaction events to write: hive4 (Hive 4.0.1) or hive3 (Hive 3.1.3: header tableName \" \", dbName \"null\" but on ALLOC_WRITE_ID_EVENT, no compaction events)"},
 			&cli.StringFlag{Name: "tls", Usage: "serve TLS with a self-signed certificate for 127.0.0.1, ::1 and localhost, generated at start and written (PEM) to `FILE`: the CA clients trust (events tail --tls-ca, hms_tls.ca_file)"},
 		},
 		Action: runDevHMS,
@@ -45,7 +47,11 @@ func runDevHMS(c *cli.Context) error {
 	if c.Float64("workload") < 0 {
 		return fmt.Errorf("--workload %v: want events per second, 0 for none", c.Float64("workload"))
 	}
-	opts := []hmstest.Option{hmstest.WithFormat(format)}
+	style, ok := map[string]hmstest.TxnStyle{"hive4": hmstest.TxnHive4, "hive3": hmstest.TxnHive3}[c.String("txn-events")]
+	if !ok {
+		return fmt.Errorf("--txn-events %q: want hive4 or hive3", c.String("txn-events"))
+	}
+	opts := []hmstest.Option{hmstest.WithFormat(format), hmstest.WithTxnStyle(style)}
 	if c.Bool("framed") {
 		opts = append(opts, hmstest.WithFramed())
 	}
@@ -86,6 +92,7 @@ func runDevHMS(c *cli.Context) error {
 	defer stop()
 	wl := hmstest.NewWorkloadControl(ctx, srv, c.Int64("seed"), func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, format, args...) })
 	defer wl.Stop()
+	wl.SetTransactional(c.Bool("transactional"))
 	hs := &http.Server{Handler: wl.Handler(srv.ControlHandler()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()

@@ -140,10 +140,49 @@ type openTxnMessage struct {
 	head
 }
 
-type txnMessage struct { // COMMIT_TXN, ABORT_TXN
+// txnMessage is COMMIT_TXN and ABORT_TXN as Hive 3.1 writes them.
+type txnMessage struct {
 	TxnID     int64 `json:"txnid"`
 	Timestamp int64 `json:"timestamp"`
 	head
+}
+
+// commitTxnMessage is Hive 4's COMMIT_TXN: the lists naming what the
+// transaction wrote are filled only by REPL dump, null in the log.
+type commitTxnMessage struct {
+	txnMessage
+	WriteIDs      []int64  `json:"writeIds"`
+	Databases     []string `json:"databases"`
+	Tables        []string `json:"tables"`
+	Partitions    []string `json:"partitions"`
+	TableObjs     []string `json:"tableObjs"`
+	PartitionObjs []string `json:"partitionObjs"`
+	Files         []string `json:"files"`
+}
+
+// abortTxnMessage is Hive 4's ABORT_TXN: the databases the transaction had
+// allocated write ids in.
+type abortTxnMessage struct {
+	txnMessage
+	DBsUpdated []string `json:"dbsUpdated"`
+}
+
+type allocWriteIDMessage struct {
+	head
+	DBName      string  `json:"dbName"`
+	TableName   string  `json:"tableName"`
+	TxnIDList   []int64 `json:"txnIdList"`
+	WriteIDList []int64 `json:"writeIdList"`
+	Timestamp   int64   `json:"timestamp"`
+}
+
+type commitCompactionMessage struct {
+	txnMessage
+	CompactionID int64   `json:"compactionId"`
+	Type         string  `json:"type"`
+	DB           string  `json:"dbname"`
+	Table        string  `json:"tableName"`
+	PartName     *string `json:"partName"`
 }
 
 type tableColumnStatsMessage struct {
@@ -228,6 +267,12 @@ func (l *eventLog) gzipMessage(text string) (string, error) {
 // appendMessage appends one event of the given type with msg encoded in the
 // server's format, and returns it.
 func (s *Server) appendMessage(typ, db, table string, now int64, msg any) (message.Event, error) {
+	return s.appendEvent(message.Event{Type: typ, DB: db, Table: table, Catalog: "hive"}, now, msg)
+}
+
+// appendEvent appends an event with the header fields of h (type, database,
+// table, catalog) and msg encoded in the server's format, and returns it.
+func (s *Server) appendEvent(h message.Event, now int64, msg any) (message.Event, error) {
 	text, err := encodeMessage(msg)
 	if err != nil {
 		return message.Event{}, err
@@ -235,7 +280,7 @@ func (s *Server) appendMessage(typ, db, table string, now int64, msg any) (messa
 	l := &s.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := message.Event{ID: l.next, Time: int32(now), Type: typ, DB: db, Table: table, Catalog: "hive", Format: message.FormatJSON, Message: text}
+	e := message.Event{ID: l.next, Time: int32(now), Type: h.Type, DB: h.DB, Table: h.Table, Catalog: h.Catalog, Format: message.FormatJSON, Message: text}
 	if l.format == FormatGzip || (l.format == FormatMixed && e.ID%2 == 0) {
 		e.Format = message.FormatGzip
 		if e.Message, err = l.gzipMessage(text); err != nil {

@@ -29,6 +29,11 @@ type Table struct {
 	ViewText string
 	// External makes it an EXTERNAL_TABLE rather than a MANAGED_TABLE.
 	External bool
+	// Transactional makes a managed table insert-only transactional (its
+	// parameters transactional=true, transactional_properties=insert_only, the
+	// kind a metastore without hive-exec accepts): its data changes only
+	// through transactions (txn.go), which log no INSERT event.
+	Transactional bool
 }
 
 type model struct {
@@ -37,6 +42,10 @@ type model struct {
 	mu      sync.Mutex
 	dbs     map[string]*databaseState
 	nextTxn int64
+	txns    map[int64]*txnState // open transactions (txn.go)
+	version TxnStyle            // whose transaction events the log gets
+	// nextCompaction is the id of the latest compaction (0: none).
+	nextCompaction int64
 }
 
 type databaseState struct {
@@ -49,6 +58,10 @@ type tableState struct {
 	created, ddlTime int32
 	partitions       map[string]*partitionState // by name
 	tjson            string                     // cached TJSON; "" when stale
+	// nextWriteID is the write id the table's next allocation gets and data
+	// what its committed transactions wrote (transactional tables, txn.go).
+	nextWriteID int64
+	data        TableData
 }
 
 type partitionState struct {
@@ -58,7 +71,9 @@ type partitionState struct {
 	tjson            string
 }
 
-func newModel() model { return model{dbs: map[string]*databaseState{}, nextTxn: 1} }
+func newModel() model {
+	return model{dbs: map[string]*databaseState{}, nextTxn: 1, txns: map[int64]*txnState{}}
+}
 
 func (t *tableState) tableType() string {
 	switch {
@@ -196,13 +211,16 @@ func (s *Server) CreateTable(t Table) error {
 	if t.ViewText != "" && len(t.PartitionKeys) > 0 {
 		return errors.New("hmstest: a view cannot have partition keys here")
 	}
+	if t.Transactional && (t.ViewText != "" || t.External) {
+		return fmt.Errorf("hmstest: table %s.%s: only a managed table can be transactional", t.DB, t.Name)
+	}
 	if len(t.Columns) == 0 {
 		t.Columns = []string{"id", "value"}
 	}
 	t.Columns = append([]string(nil), t.Columns...)
 	t.PartitionKeys = append([]string(nil), t.PartitionKeys...)
 	now := s.now()
-	ts := &tableState{Table: t, created: int32(now), ddlTime: int32(now), partitions: map[string]*partitionState{}}
+	ts := &tableState{Table: t, created: int32(now), ddlTime: int32(now), partitions: map[string]*partitionState{}, nextWriteID: 1}
 	if _, err := s.appendMessage(message.EventCreateTable, t.DB, t.Name, now, createTableMessage{
 		head: s.hdr(), DB: t.DB, Table: t.Name, TableType: ts.tableType(), TableObj: ts.obj(), Timestamp: now, Files: []string{}}); err != nil {
 		return err
@@ -223,6 +241,9 @@ func (s *Server) DropTable(db, table string) error {
 }
 
 func (s *Server) dropTableLocked(d *databaseState, t *tableState) error {
+	if err := s.lockedByTxn(t); err != nil {
+		return err
+	}
 	now := s.now()
 	if _, err := s.appendMessage(message.EventDropTable, t.DB, t.Name, now, dropTableMessage{
 		head: s.hdr(), DB: t.DB, Table: t.Name, TableType: t.tableType(), TableObj: t.obj(), Timestamp: now}); err != nil {
@@ -247,6 +268,9 @@ func (s *Server) RenameTable(db, table, newDB, newTable string) error {
 	}
 	if _, ok := nd.tables[newTable]; ok {
 		return fmt.Errorf("hmstest: table %s.%s: %w", newDB, newTable, ErrExists)
+	}
+	if err := s.lockedByTxn(t); err != nil {
+		return err
 	}
 	before := t.obj()
 	renamed := *t
@@ -462,13 +486,18 @@ func (s *Server) AlterPartitions(db, table string, values ...[]string) error {
 }
 
 // Insert records an INSERT into a table: into the partition with values, or
-// into an unpartitioned table when values is nil.
+// into an unpartitioned table when values is nil. Into a transactional table
+// it is a transaction of its own, as Hive's auto-commit INSERT is: OPEN_TXN,
+// ALLOC_WRITE_ID_EVENT, COMMIT_TXN, and no INSERT event.
 func (s *Server) Insert(db, table string, values []string) error {
 	s.model.mu.Lock()
 	defer s.model.mu.Unlock()
 	t, err := s.table(db, table)
 	if err != nil {
 		return err
+	}
+	if t.Transactional {
+		return s.autoCommitWriteLocked(t, values)
 	}
 	now := s.now()
 	msg := insertMessage{head: s.hdr(), DB: db, Table: table, TableType: t.tableType(), TableObj: t.obj(),
@@ -485,30 +514,6 @@ func (s *Server) Insert(db, table string, values []string) error {
 		msg.PtnObj = &obj
 	}
 	_, err = s.appendMessage(message.EventInsert, db, table, now, msg)
-	return err
-}
-
-// OpenTxn opens a transaction (OPEN_TXN) and returns its id.
-func (s *Server) OpenTxn() (int64, error) {
-	s.model.mu.Lock()
-	defer s.model.mu.Unlock()
-	id := s.model.nextTxn
-	s.model.nextTxn++
-	now := s.now()
-	_, err := s.appendMessage("OPEN_TXN", "", "", now, openTxnMessage{TxnIDs: []int64{id}, Timestamp: now, FromTxnID: id, ToTxnID: id, head: head{}})
-	return id, err
-}
-
-// CommitTxn commits (COMMIT_TXN) or, with abort, aborts (ABORT_TXN) a transaction.
-func (s *Server) CommitTxn(txn int64, abort bool) error {
-	s.model.mu.Lock()
-	defer s.model.mu.Unlock()
-	typ := "COMMIT_TXN"
-	if abort {
-		typ = "ABORT_TXN"
-	}
-	now := s.now()
-	_, err := s.appendMessage(typ, "", "", now, txnMessage{TxnID: txn, Timestamp: now})
 	return err
 }
 

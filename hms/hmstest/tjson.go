@@ -165,7 +165,12 @@ func tableTJSON(t *tableState) string {
 	}
 	w.storageDescriptor(7, t.Columns, loc)
 	w.fieldSchemas(8, t.PartitionKeys, "")
-	w.strMap(9, "transient_lastDdlTime", fmt.Sprint(t.ddlTime), "bucketing_version", "2")
+	if t.Transactional {
+		w.strMap(9, "transient_lastDdlTime", fmt.Sprint(t.ddlTime), "bucketing_version", "2",
+			"transactional", "true", "transactional_properties", "insert_only")
+	} else {
+		w.strMap(9, "transient_lastDdlTime", fmt.Sprint(t.ddlTime), "bucketing_version", "2")
+	}
 	if t.ViewText != "" {
 		w.str(10, t.ViewText)
 		w.str(11, t.ViewText)

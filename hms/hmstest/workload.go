@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -23,6 +24,17 @@ type Mix struct {
 	// TxnStats: OPEN_TXN, COMMIT_TXN, ABORT_TXN and column statistics events,
 	// which change nothing an FE caches.
 	TxnStats float64 `json:"txn_stats"`
+	// Transactional: steps on insert-only transactional tables (with any
+	// share above 0, a quarter of the tables the workload creates are
+	// transactional): opening a transaction (OPEN_TXN), its first write to
+	// one of up to three tables (ALLOC_WRITE_ID_EVENT), its end (COMMIT_TXN,
+	// one in five an ABORT_TXN; a transaction that wrote nothing is a
+	// read-only one), and one step in twenty a compaction (Hive 4: OPEN_TXN,
+	// COMMIT_TXN, COMMIT_COMPACTION_EVENT). Transactions stay open across
+	// other steps, at most four at a time. A committed write changes what
+	// readers of the table see (Server.TransactionalData) and no name, so an
+	// FE that misses it holds stale data while its names match.
+	Transactional float64 `json:"transactional"`
 }
 
 // BenchMix is the project benchmark's mix: 70% partition events, 10% inserts,
@@ -33,11 +45,25 @@ var BenchMix = Mix{Partition: 70, Insert: 10, AlterTable: 10, CreateDropTable: 5
 // DefaultMix is the mix of Workload when none is given: BenchMix with renames.
 var DefaultMix = Mix{Partition: 62, Insert: 10, AlterTable: 8, CreateDropTable: 7, RenameTable: 3, TxnStats: 10}
 
+// TxnShare is the share of transactional steps (Mix.Transactional) that
+// BenchTxnMix and DefaultTxnMix add: 5%, taken from the partition steps.
+const TxnShare = 5
+
+// BenchTxnMix is BenchMix with transactional steps: 65% partition events, 5%
+// transactional steps, the rest as in BenchMix.
+var BenchTxnMix = Mix{Partition: 70 - TxnShare, Insert: 10, AlterTable: 10, CreateDropTable: 5, TxnStats: 5, Transactional: TxnShare}
+
+// DefaultTxnMix is DefaultMix with transactional steps (57% partition, 5%
+// transactional).
+var DefaultTxnMix = Mix{Partition: 62 - TxnShare, Insert: 10, AlterTable: 8, CreateDropTable: 7, RenameTable: 3, TxnStats: 10, Transactional: TxnShare}
+
 // Workload drives a Server's mutations like a busy warehouse: databases,
-// partitioned and unpartitioned tables, partitions, inserts, renames. Every
-// step is one mutation that appends exactly one event. It owns the databases it
-// creates (wl<Seed>_db<N>); other mutations of those databases may make steps
-// fail.
+// partitioned and unpartitioned tables, partitions, inserts, renames and, with
+// Mix.Transactional, transactions on transactional tables. Every step is one
+// mutation that appends exactly one event, but for a compaction (three events
+// under TxnHive4, made only while the event budget has room). It owns the
+// databases it creates (wl<Seed>_db<N>); other mutations of those databases may
+// make steps fail.
 type Workload struct {
 	// Rate is steps (events) per second; 0 or less runs as fast as possible.
 	Rate float64
@@ -65,10 +91,11 @@ func Preload(srv *Server, n int, mix Mix) error {
 }
 
 type wlTable struct {
-	db, name    string
-	partitioned bool
-	parts       [][]string // live partitions' values, oldest first
-	day         int        // next partition day
+	db, name      string
+	partitioned   bool
+	transactional bool
+	parts         [][]string // live partitions' values, oldest first
+	day           int        // next partition day
 }
 
 type workloadState struct {
@@ -80,6 +107,14 @@ type workloadState struct {
 	serial int
 	txns   []int64
 	events int
+	open   []*wlTxn // transactional steps' open transactions, oldest first
+}
+
+// wlTxn is an open transaction of the transactional steps.
+type wlTxn struct {
+	id     int64
+	tables []*wlTable // written (allocated), in order
+	want   int        // how many tables it writes before it ends
 }
 
 // Run creates the warehouse, then makes steps at w.Rate until ctx ends (nil is
@@ -141,14 +176,16 @@ func (st *workloadState) done() bool { return st.w.Events > 0 && st.events >= st
 
 func (st *workloadState) step() error {
 	m := st.w.Mix
-	total := m.Partition + m.Insert + m.AlterTable + m.CreateDropTable + m.RenameTable + m.TxnStats
+	total := m.Partition + m.Insert + m.AlterTable + m.CreateDropTable + m.RenameTable + m.TxnStats + m.Transactional
 	r := st.rng.Float64() * total
 	var err error
 	switch {
 	case r < m.Partition:
 		err = st.partitionStep()
 	case r < m.Partition+m.Insert:
-		err = st.insert()
+		var n int
+		n, err = st.insert()
+		st.events += n - 1
 	case r < m.Partition+m.Insert+m.AlterTable:
 		t := st.tables[st.rng.IntN(len(st.tables))]
 		err = st.srv.AlterTable(t.db, t.name)
@@ -156,6 +193,10 @@ func (st *workloadState) step() error {
 		if len(st.tables) >= st.w.Tables {
 			i := st.rng.IntN(len(st.tables))
 			t := st.tables[i]
+			if tx := st.writer(t); tx != nil {
+				err = st.endTxn(tx, false) // Hive's drop waits for the lock: the transaction ends first
+				break
+			}
 			err = st.srv.DropTable(t.db, t.name)
 			st.tables = append(st.tables[:i], st.tables[i+1:]...)
 		} else {
@@ -163,13 +204,21 @@ func (st *workloadState) step() error {
 		}
 	case r < m.Partition+m.Insert+m.AlterTable+m.CreateDropTable+m.RenameTable:
 		t := st.tables[st.rng.IntN(len(st.tables))]
+		if tx := st.writer(t); tx != nil {
+			err = st.endTxn(tx, false)
+			break
+		}
 		st.serial++
 		db := st.dbs[st.rng.IntN(len(st.dbs))]
 		name := fmt.Sprintf("t%d", st.serial)
 		err = st.srv.RenameTable(t.db, t.name, db, name)
 		t.db, t.name = db, name
-	default:
+	case r < m.Partition+m.Insert+m.AlterTable+m.CreateDropTable+m.RenameTable+m.TxnStats:
 		err = st.txnStep()
+	default:
+		var n int
+		n, err = st.transactionalStep()
+		st.events += n - 1
 	}
 	if err == nil {
 		st.events++
@@ -182,7 +231,10 @@ func (st *workloadState) createTable() error {
 	t := &wlTable{db: st.dbs[st.rng.IntN(len(st.dbs))], name: fmt.Sprintf("t%d", st.serial)}
 	// Most tables are partitioned by day; Preload's (a single database) all are.
 	t.partitioned = st.w.Databases == 1 || st.rng.IntN(5) != 0
-	spec := Table{DB: t.db, Name: t.name, Columns: []string{"id", "amount", "note"}}
+	// Drawn only with transactional steps, so that a mix without them makes
+	// the same log as before they existed.
+	t.transactional = st.w.Mix.Transactional > 0 && st.rng.IntN(4) == 0
+	spec := Table{DB: t.db, Name: t.name, Columns: []string{"id", "amount", "note"}, Transactional: t.transactional}
 	if t.partitioned {
 		spec.PartitionKeys = []string{"dt", "region"}
 	}
@@ -244,15 +296,21 @@ func (st *workloadState) partitionStep() error {
 	return nil
 }
 
-func (st *workloadState) insert() error {
+// insert makes an insert step and returns how many events it appended.
+func (st *workloadState) insert() (int, error) {
 	t := st.tables[st.rng.IntN(len(st.tables))]
+	if t.transactional {
+		// An INSERT into it would be a whole transaction (three events):
+		// write within a transactional step's transaction instead.
+		return st.transactionalStep()
+	}
 	if !t.partitioned {
-		return st.srv.Insert(t.db, t.name, nil)
+		return 1, st.srv.Insert(t.db, t.name, nil)
 	}
 	if len(t.parts) == 0 {
-		return st.partitionStep()
+		return 1, st.partitionStep()
 	}
-	return st.srv.Insert(t.db, t.name, t.parts[st.rng.IntN(len(t.parts))])
+	return 1, st.srv.Insert(t.db, t.name, t.parts[st.rng.IntN(len(t.parts))])
 }
 
 func (st *workloadState) txnStep() error {
@@ -269,4 +327,93 @@ func (st *workloadState) txnStep() error {
 		st.txns = append(st.txns, txn)
 		return err
 	}
+}
+
+// maxOpenTxns bounds the transactional steps' open transactions.
+const maxOpenTxns = 4
+
+// writer is the open transaction that writes t, nil if none.
+func (st *workloadState) writer(t *wlTable) *wlTxn {
+	for _, tx := range st.open {
+		if slices.Contains(tx.tables, t) {
+			return tx
+		}
+	}
+	return nil
+}
+
+func (st *workloadState) endTxn(tx *wlTxn, abort bool) error {
+	st.open = slices.DeleteFunc(st.open, func(o *wlTxn) bool { return o == tx })
+	return st.srv.CommitTxn(tx.id, abort)
+}
+
+// transactionalStep makes one step of Mix.Transactional and returns how many
+// events it appended (one but for a compaction).
+func (st *workloadState) transactionalStep() (int, error) {
+	var acid []*wlTable
+	for _, t := range st.tables {
+		if t.transactional {
+			acid = append(acid, t)
+		}
+	}
+	if len(acid) == 0 {
+		st.serial++
+		t := &wlTable{db: st.dbs[st.rng.IntN(len(st.dbs))], name: fmt.Sprintf("t%d", st.serial), transactional: true}
+		if err := st.srv.CreateTable(Table{DB: t.db, Name: t.name, Columns: []string{"id", "amount", "note"}, Transactional: true}); err != nil {
+			return 0, err
+		}
+		st.tables = append(st.tables, t)
+		return 1, nil
+	}
+	r := st.rng.IntN(20)
+	compactEvents := 3
+	if st.srv.TxnStyle() == TxnHive3 {
+		compactEvents = 0 // Hive 3.1's compactor logs nothing: the step would append no event
+	}
+	switch {
+	case r == 0 && compactEvents > 0 && (st.w.Events == 0 || st.w.Events-st.events >= compactEvents):
+		t := acid[st.rng.IntN(len(acid))]
+		var values []string
+		if t.partitioned {
+			if len(t.parts) == 0 {
+				return 1, st.srv.AddPartitions(t.db, t.name, st.newPartition(t))
+			}
+			values = t.parts[st.rng.IntN(len(t.parts))]
+		}
+		return compactEvents, st.srv.Compact(t.db, t.name, values)
+	case len(st.open) == 0 || (r < 7 && len(st.open) < maxOpenTxns):
+		id, err := st.srv.OpenTxn()
+		if err != nil {
+			return 0, err
+		}
+		st.open = append(st.open, &wlTxn{id: id, want: st.rng.IntN(4)}) // 0: read-only
+		return 1, nil
+	}
+	tx := st.open[st.rng.IntN(len(st.open))]
+	if len(tx.tables) < tx.want && len(tx.tables) < len(acid) {
+		t := acid[st.rng.IntN(len(acid))]
+		if w := st.writer(t); w != nil {
+			// Another transaction writes it: end that one (Hive would make
+			// this writer wait for its lock).
+			return 1, st.endTxn(w, false)
+		}
+		var values []string
+		if t.partitioned {
+			if len(t.parts) == 0 {
+				return 1, st.srv.AddPartitions(t.db, t.name, st.newPartition(t))
+			}
+			values = t.parts[st.rng.IntN(len(t.parts))]
+		}
+		tx.tables = append(tx.tables, t)
+		return 1, st.srv.TxnWrite(tx.id, t.db, t.name, values)
+	}
+	return 1, st.endTxn(tx, len(tx.tables) > 0 && st.rng.IntN(5) == 0)
+}
+
+// newPartition picks the values of t's next partition and records them.
+func (st *workloadState) newPartition(t *wlTable) []string {
+	t.day++
+	v := []string{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, t.day).Format("2006-01-02"), regions[st.rng.IntN(len(regions))]}
+	t.parts = append(t.parts, v)
+	return v
 }

@@ -21,6 +21,9 @@ type WorkloadControl struct {
 	mu       sync.Mutex
 	nextSeed int64
 	run      *workloadRun // the latest run; nil before the first
+	// transactional is whether runs use DefaultTxnMix rather than
+	// DefaultMix when a request does not say.
+	transactional bool
 }
 
 // workloadRun is one run of the workload.
@@ -39,8 +42,11 @@ type WorkloadState struct {
 	// tables included); 0: until stopped.
 	Limit int `json:"limit"`
 	// StartedAfter is the metastore's current event id when the run started.
-	StartedAfter int64  `json:"started_after_event_id"`
-	Error        string `json:"error,omitempty"`
+	StartedAfter int64 `json:"started_after_event_id"`
+	// Transactional is whether the run's mix has transactional steps
+	// (DefaultTxnMix; else DefaultMix).
+	Transactional bool   `json:"transactional"`
+	Error         string `json:"error,omitempty"`
 }
 
 // NewWorkloadControl controls srv's workload; every run ends with ctx. Runs
@@ -54,7 +60,24 @@ func NewWorkloadControl(ctx context.Context, srv *Server, seed int64, logf func(
 // Each run has a seed of its own, the first unused one from --seed on: a
 // workload owns databases named after its seed, so a run may not reuse one
 // whose databases exist (after a restart with --state, say).
+// SetTransactional sets whether runs that do not say use DefaultTxnMix
+// (transactional steps) rather than DefaultMix.
+func (w *WorkloadControl) SetTransactional(on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.transactional = on
+}
+
+// Start starts a run with the default mix (SetTransactional); see StartMix.
 func (w *WorkloadControl) Start(rate float64, limit int) WorkloadState {
+	w.mu.Lock()
+	txn := w.transactional
+	w.mu.Unlock()
+	return w.StartMix(rate, limit, txn)
+}
+
+// StartMix is Start with DefaultTxnMix if transactional, else DefaultMix.
+func (w *WorkloadControl) StartMix(rate float64, limit int, transactional bool) WorkloadState {
 	w.Stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -64,12 +87,16 @@ func (w *WorkloadControl) Start(rate float64, limit int) WorkloadState {
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	r := &workloadRun{cancel: cancel, done: make(chan struct{}),
-		state: WorkloadState{Running: true, Rate: rate, Seed: w.nextSeed, Limit: limit, StartedAfter: w.srv.CurrentEventID()}}
+		state: WorkloadState{Running: true, Rate: rate, Seed: w.nextSeed, Limit: limit, StartedAfter: w.srv.CurrentEventID(), Transactional: transactional}}
+	mix := DefaultMix
+	if transactional {
+		mix = DefaultTxnMix
+	}
 	w.nextSeed++
 	w.run = r
 	go func() {
 		defer close(r.done)
-		err := Workload{Rate: rate, Seed: r.state.Seed, Events: limit}.Run(ctx, w.srv)
+		err := Workload{Rate: rate, Seed: r.state.Seed, Events: limit, Mix: mix}.Run(ctx, w.srv)
 		w.mu.Lock()
 		r.state.Running = false
 		if err != nil {
@@ -119,8 +146,9 @@ func (w *WorkloadControl) Handler(next http.Handler) http.Handler {
 	})
 	mux.HandleFunc("POST /workload", func(rw http.ResponseWriter, r *http.Request) {
 		var req struct {
-			Rate   float64 `json:"rate"`
-			Events int     `json:"events"`
+			Rate          float64 `json:"rate"`
+			Events        int     `json:"events"`
+			Transactional *bool   `json:"transactional"`
 		}
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil && err != io.EOF {
 			writeJSON(rw, http.StatusBadRequest, map[string]string{"error": `body: want {"rate": events per second, "events": stop after N (0: never)}: ` + err.Error()})
@@ -132,7 +160,11 @@ func (w *WorkloadControl) Handler(next http.Handler) http.Handler {
 			writeJSON(rw, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("rate %v, events %d: want rate > 0 (events per second), or rate 0 (as fast as possible) with events > 0 (stop after that many; 0: until stopped)", req.Rate, req.Events)})
 			return
 		}
-		writeJSON(rw, http.StatusOK, w.Start(req.Rate, req.Events))
+		if req.Transactional == nil {
+			writeJSON(rw, http.StatusOK, w.Start(req.Rate, req.Events))
+			return
+		}
+		writeJSON(rw, http.StatusOK, w.StartMix(req.Rate, req.Events, *req.Transactional))
 	})
 	return mux
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hmssync/hmssync/hms"
+	"github.com/hmssync/hmssync/hms/hmstest"
 	"github.com/hmssync/hmssync/internal/embedetcd"
 )
 
@@ -38,6 +39,10 @@ type Options struct {
 	Dialects []string
 	// ProfileDir, when set, receives each sidecar's CPU and allocation profiles.
 	ProfileDir string
+	// Transactional makes the backlog hmstest.BenchTxnMix (5% of the steps on
+	// transactional tables) instead of hmstest.BenchMix. Off by default: the
+	// figures in BENCHMARKS.md are BenchMix's.
+	Transactional bool
 	// Command is the command line reported with the figures.
 	Command string
 	// SidecarArgs are the arguments that make this program's executable run
@@ -130,8 +135,12 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	}
 	defer cli.Close()
 
-	say("generating %d events of the bench mix", o.Events)
-	tmpl, err := newBenchTemplate(o.Events)
+	mix, mixName := hmstest.BenchMix, "bench mix"
+	if o.Transactional {
+		mix, mixName = hmstest.BenchTxnMix, "bench mix with transactional steps"
+	}
+	say("generating %d events of the %s", o.Events, mixName)
+	tmpl, err := newBenchTemplate(o.Events, mix)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,10 @@ type SoakOptions struct {
 	LeaseTTL time.Duration
 	// FELatency is the fake FEs' time per batch.
 	FELatency time.Duration
+	// Transactional makes the workload hmstest.BenchTxnMix (5% of the steps
+	// on transactional tables, their transactions open across failovers and
+	// restarts) instead of hmstest.BenchMix.
+	Transactional bool
 	// BatchSize, Poll and BusyPoll are the sidecars' catalogs[] settings.
 	BatchSize      int
 	Poll, BusyPoll time.Duration
@@ -264,7 +268,11 @@ func RunSoak(ctx context.Context, o SoakOptions, progress io.Writer) (rep *SoakR
 	wdone := make(chan error, 1)
 	s.t0 = time.Now()
 	go func() {
-		wdone <- hmstest.Workload{Rate: o.Rate, Seed: soakWorkloadSeed, Mix: hmstest.BenchMix, Databases: 2, Tables: 50}.Run(wctx, s.hms)
+		mix := hmstest.BenchMix
+		if o.Transactional {
+			mix = hmstest.BenchTxnMix
+		}
+		wdone <- hmstest.Workload{Rate: o.Rate, Seed: soakWorkloadSeed, Mix: mix, Databases: 2, Tables: 50}.Run(wctx, s.hms)
 	}()
 	fctx, fcancel := context.WithCancel(ctx)
 	fdone := make(chan struct{})

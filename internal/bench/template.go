@@ -8,7 +8,8 @@ import (
 	"github.com/hmssync/hmssync/hms/message"
 )
 
-// benchTemplate is the backlog every run drains: hmstest.BenchMix, generated
+// benchTemplate is the backlog every run drains: hmstest.BenchMix (or
+// BenchTxnMix), generated
 // once per invocation by the fake metastore's own workload, then appended
 // verbatim (with new ids) to each run's fresh metastore.
 type benchTemplate struct {
@@ -27,9 +28,9 @@ type touched struct {
 	catalog     bool
 }
 
-func newBenchTemplate(n int) (*benchTemplate, error) {
+func newBenchTemplate(n int, mix hmstest.Mix) (*benchTemplate, error) {
 	src := hmstest.NewServer()
-	if err := hmstest.Preload(src, n, hmstest.BenchMix); err != nil {
+	if err := hmstest.Preload(src, n, mix); err != nil {
 		src.Close()
 		return nil, fmt.Errorf("bench: preload %d events: %w", n, err)
 	}

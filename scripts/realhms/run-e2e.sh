@@ -334,6 +334,7 @@ for profile in $PROFILES; do
 		done
 	fi
 	if [ "${REALHMS_KERBEROS_ONLY:-0}" != 1 ]; then run_sidecar_checks "$profile"; fi
+	if [ "${REALHMS_KERBEROS_ONLY:-0}" != 1 ]; then . "$HERE/sidecar-checks.sh" && . "$HERE/txn-checks.sh" && txn_checks "$profile"; fi
 	run_kerberos_checks "$profile"
 done
 

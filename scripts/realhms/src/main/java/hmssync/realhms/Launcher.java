@@ -52,6 +52,11 @@ public final class Launcher {
     String cleanIntervalArg = a.value("clean-interval-seconds", "");
     String listener = a.value("listener", BuildProfile.get("listener"));
     int readyTimeout = a.intValue("ready-timeout-seconds", 180);
+    // --schema-script: Hive's own schema script for Derby (schematool's, from the metastore's bin
+    // tarball), run into a fresh database before the metastore starts. DataNucleus creates only the
+    // tables of its model classes; the transaction tables (TXNS, TXN_TO_WRITE_ID, NEXT_WRITE_ID, ...)
+    // that open_txns and allocate_table_write_ids need come only from that script.
+    String schemaScript = a.value("schema-script", "");
     a.rejectUnknown();
 
     String factory = messageFactory(format);
@@ -66,6 +71,13 @@ public final class Launcher {
     File warehouse = dir.resolve("warehouse").toFile();
     warehouse.mkdirs();
     String derbyUrl = "jdbc:derby:" + dir.resolve("metastore_db").toAbsolutePath() + ";create=true";
+    boolean fresh = !Files.exists(dir.resolve("metastore_db"));
+    if (!schemaScript.isEmpty() && fresh) {
+      System.setProperty("derby.system.home", dir.toAbsolutePath().toString());
+      System.setProperty("derby.stream.error.file", dir.resolve("derby.log").toAbsolutePath().toString());
+      int n = runSchemaScript(derbyUrl, Path.of(schemaScript));
+      System.out.println("REALHMS SCHEMA " + schemaScript + " statements=" + n);
+    }
 
     Configuration conf = MetastoreConf.newMetastoreConf();
     Map<String, String> settings = new LinkedHashMap<>();
@@ -99,7 +111,15 @@ public final class Launcher {
     // Partition filter expressions are compiled by hive-exec, which a standalone metastore lacks
     // (Hive 3.1 defaults to that class); hmssync never filters partitions by expression.
     settings.put("hive.metastore.expression.proxy", "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy");
-    // Background tasks that need the ACID tables (which DataNucleus does not create) stay off.
+    if (!schemaScript.isEmpty()) {
+      // Hive 4's metadata transformer rewrites or refuses a managed insert-only table created by a
+      // client that declares no capabilities (the plain client here); Hive 3.1 has none. Off: the
+      // table is stored as created, as Hive's own query engine would create it.
+      settings.put("metastore.metadata.transformer.class", " ");
+    }
+    // Background tasks (with the schema script, the transaction tables exist; the housekeeping that
+    // times out open transactions and the compactor stay off so that a transaction stays open
+    // exactly as long as a check holds it).
     settings.put("hive.metastore.housekeeping.threads.on", "false");
     settings.put("hive.compactor.initiator.on", "false");
     settings.put("metastore.task.threads.always", "org.apache.hadoop.hive.metastore.events.EventCleanerTask");
@@ -199,6 +219,37 @@ public final class Launcher {
           + " has no cleaner-interval setting; " + listener + " cleans every " + fixed + " s (a constant in the listener)");
     }
     return fixed;
+  }
+
+  /**
+   * Runs Hive's Derby schema script (statements end with ';' at the end of a line; '--' lines are
+   * comments) in one connection, and returns the number of statements.
+   */
+  static int runSchemaScript(String derbyUrl, Path script) throws IOException, SQLException {
+    StringBuilder stmt = new StringBuilder();
+    int n = 0;
+    try (Connection c = DriverManager.getConnection(derbyUrl); Statement st = c.createStatement()) {
+      for (String line : Files.readAllLines(script)) {
+        String t = line.trim();
+        if (t.isEmpty() || t.startsWith("--")) {
+          continue;
+        }
+        stmt.append(line).append('\n');
+        if (t.endsWith(";")) {
+          String sql = stmt.toString().trim();
+          sql = sql.substring(0, sql.length() - 1).trim();
+          stmt.setLength(0);
+          try {
+            st.execute(sql);
+          } catch (SQLException e) {
+            throw new SQLException("schema script " + script + ", statement " + (n + 1) + " (" + sql.lines().findFirst().orElse("")
+                + "): " + e.getMessage(), e.getSQLState(), e);
+          }
+          n++;
+        }
+      }
+    }
+    return n;
   }
 
   /** Polls the metastore until a notification call succeeds; the call the consumer makes first. */
