@@ -59,7 +59,7 @@ func TestBenchSoakTinyRun(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
 	}
-	want := []string{"rss_mib", "goroutines", "open_fds", "etcd_db_mib", "etcd_db_in_use_mib", "lag_events"}
+	want := []string{"rss_mib", "heap_inuse_mib", "goroutines", "open_fds", "etcd_db_mib", "etcd_db_in_use_mib", "lag_events"}
 	if len(rep.Slopes) != len(want) {
 		t.Fatalf("slopes %+v, want %v", rep.Slopes, want)
 	}
