@@ -35,6 +35,7 @@ import (
 //	                         so that they take longer than it (default 0)
 //	HMSSYNC_LATENCY_REPEAT   runs of each point (default 1)
 //	HMSSYNC_LATENCY_OUT      file to append the result rows to (Markdown)
+//	HMSSYNC_LATENCY_LOGS     "warn" logs the sidecars' warnings (default: errors only)
 func TestEtcdLatencySweep(t *testing.T) {
 	sets := os.Getenv("HMSSYNC_LATENCY_SWEEP")
 	if sets == "" {
@@ -45,12 +46,14 @@ func TestEtcdLatencySweep(t *testing.T) {
 	spikes := envFloat(t, "HMSSYNC_LATENCY_SPIKES", 0)
 	repeat := int(envFloat(t, "HMSSYNC_LATENCY_REPEAT", 1))
 	out := os.Getenv("HMSSYNC_LATENCY_OUT")
+	quiet := os.Getenv("HMSSYNC_LATENCY_LOGS") != "warn"
 
 	for _, name := range strings.Split(sets, ",") {
 		ts, ok := latencyTimingSets()[name]
 		if !ok {
 			t.Fatalf("HMSSYNC_LATENCY_SWEEP: unknown timing set %q; want defaults or minimum", name)
 		}
+		ts.quiet = quiet
 		failedInARow := 0
 		for _, ms := range rtts {
 			if failedInARow >= 2 {
@@ -91,15 +94,15 @@ func TestEtcdLatencySweep(t *testing.T) {
 func latencyTimingSets() map[string]netOpts {
 	def := config.Default().Etcd
 	return map[string]netOpts{
-		"defaults": {leaseTTL: def.LeaseTTL, requestTimeout: def.RequestTimeout, dialTimeout: def.DialTimeout, delayable: true, quiet: true},
-		"minimum":  {leaseTTL: 2 * time.Second, requestTimeout: 666 * time.Millisecond, dialTimeout: def.DialTimeout, delayable: true, quiet: true},
+		"defaults": {leaseTTL: def.LeaseTTL, requestTimeout: def.RequestTimeout, dialTimeout: def.DialTimeout, delayable: true, productionFE: true},
+		"minimum":  {leaseTTL: 2 * time.Second, requestTimeout: 666 * time.Millisecond, dialTimeout: def.DialTimeout, delayable: true, productionFE: true},
 	}
 }
 
 // latencyRow is one result as a Markdown table row: timing set, lease_ttl,
 // request_timeout, added round trip, requests held beyond request_timeout,
-// window, elections, elections per minute, master cursor changes per second,
-// longest time without one, survives, leaders.
+// window, elections, elections per minute, time without a master, master
+// cursor changes per second, longest time without one, survives, leaders.
 func latencyRow(set string, ts netOpts, ld latencyLoad, res latencyResult, ok bool) string {
 	spikes := "-"
 	if ld.spikeFraction > 0 {
@@ -109,9 +112,9 @@ func latencyRow(set string, ts netOpts, ld latencyLoad, res latencyResult, ok bo
 	if ok {
 		verdict = "yes"
 	}
-	return fmt.Sprintf("| %s | %s | %s | %d ms | %s | %s | %d | %.1f | %.1f | %.1f s | %s | %s |",
+	return fmt.Sprintf("| %s | %s | %s | %d ms | %s | %s | %d | %.1f | %.1f s | %.1f | %.1f s | %s | %s |",
 		set, ts.leaseTTL, ts.requestTimeout, ld.rtt.Milliseconds(), spikes, res.span.Round(time.Second),
-		res.elections, res.electionsPerMinute(), res.changesPerSecond(), res.gap.Seconds(), verdict,
+		res.elections, res.electionsPerMinute(), res.leaderless.Seconds(), res.changesPerSecond(), res.gap.Seconds(), verdict,
 		strings.Join(res.leaders, " "))
 }
 

@@ -68,12 +68,16 @@ type netRig struct {
 }
 
 // netOpts are the sidecars' etcd timings (dialTimeout 0: 2 s), whether their
-// etcd traffic passes a Latency proxy, and whether their logs are kept to
-// errors (else warnings).
+// etcd traffic passes a Latency proxy, whether their logs are kept to errors
+// (else warnings), and whether their FE checks have the production timings
+// (fe.health_interval 5 s, fe.unhealthy_grace 30 s) rather than the tests'
+// (100 ms, 1 s), under which a machine too busy to answer a ping for a second
+// makes the master resign.
 type netOpts struct {
 	leaseTTL, requestTimeout, dialTimeout time.Duration
 	delayable                             bool
 	quiet                                 bool
+	productionFE                          bool
 }
 
 // setEtcdRoundTrip adds rtt to every etcd round trip of every sidecar.
@@ -147,12 +151,16 @@ func (r *netRig) startSidecar(name string) *netSidecar {
 	s.fe = fetest.NewServer(fetest.Options{Loader: func(context.Context, string) (fetest.Truth, error) { return r.hms.Snapshot(), nil }})
 	t.Cleanup(s.fe.Close)
 
+	feTimings := ", health_interval: 100ms, unhealthy_grace: 1s"
+	if r.opts.productionFE {
+		feTimings = ""
+	}
 	cfgFile := filepath.Join(t.TempDir(), name+".yaml")
 	yaml := fmt.Sprintf(`
 cluster: %s
 member: %s
 etcd: {endpoints: [%s], dial_timeout: %s, lease_ttl: %s, request_timeout: %s}
-fe: {url: %q, dialect: native, health_interval: 100ms, unhealthy_grace: 1s}
+fe: {url: %q, dialect: native%s}
 catalogs:
   - name: %s
     hms_uris: [%q]
@@ -160,7 +168,7 @@ catalogs:
     poll_interval: 50ms
 http: {listen: %q}
 shutdown_timeout: 4s
-`, netCluster, name, strings.Join(eps, ", "), cmp.Or(r.opts.dialTimeout, 2*time.Second), r.opts.leaseTTL, r.opts.requestTimeout, s.fe.URL, netCatalog, hmsURI, freeAddr(t))
+`, netCluster, name, strings.Join(eps, ", "), cmp.Or(r.opts.dialTimeout, 2*time.Second), r.opts.leaseTTL, r.opts.requestTimeout, s.fe.URL, feTimings, netCatalog, hmsURI, freeAddr(t))
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -457,43 +465,62 @@ func (r *netRig) leader() (key, member string) {
 }
 
 // leaderTrace samples the election's leader every 50 ms until the returned
-// stop is called, which returns how many elections it saw (changes of the
-// leader key: a successor, or the master elected again after losing its lease)
-// and the members that led, in order ("" while there is no leader or etcd does
-// not answer counts as no change).
-func (r *netRig) leaderTrace() (stop func() (elections int, seen []string)) {
+// stop is called, which returns what it saw.
+func (r *netRig) leaderTrace() (stop func() leaderSeen) {
 	type term struct{ key, member string }
-	quit, out := make(chan struct{}), make(chan []term, 1)
+	type seen struct {
+		terms      []term
+		leaderless time.Duration
+	}
+	quit, out := make(chan struct{}), make(chan seen, 1)
 	go func() {
 		key, member := r.leader()
-		seen := []term{{key, member}}
+		got := seen{terms: []term{{key, member}}}
+		last := time.Now()
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
 			case <-quit:
-				out <- seen
+				out <- got
 				return
 			case <-tick.C:
 			}
-			if key, member := r.leader(); key != "" && key != seen[len(seen)-1].key {
-				seen = append(seen, term{key, member})
+			key, member := r.leader()
+			now := time.Now()
+			if key == "" {
+				got.leaderless += now.Sub(last)
+			} else if key != got.terms[len(got.terms)-1].key {
+				got.terms = append(got.terms, term{key, member})
 			}
+			last = now
 		}
 	}()
 	var once sync.Once
-	var members []string
-	stop = func() (int, []string) {
+	var res leaderSeen
+	stop = func() leaderSeen {
 		once.Do(func() {
 			close(quit)
-			for _, tm := range <-out {
-				members = append(members, tm.member)
+			got := <-out
+			for _, tm := range got.terms {
+				res.leaders = append(res.leaders, tm.member)
 			}
+			res.elections, res.leaderless = len(got.terms)-1, got.leaderless
 		})
-		return len(members) - 1, members
+		return res
 	}
 	r.t.Cleanup(func() { stop() })
 	return stop
+}
+
+// leaderSeen is what a leaderTrace saw: the elections (changes of the leader
+// key: a successor, or the master elected again after losing its lease; a
+// time without a leader, or without an answer from etcd, counts as none), the
+// members that led, in order, and the time without a leader.
+type leaderSeen struct {
+	elections  int
+	leaders    []string
+	leaderless time.Duration
 }
 
 // latencyLoad is what a latency run adds to every sidecar's etcd round trips
@@ -510,11 +537,10 @@ type latencyLoad struct {
 
 // latencyResult is what a latency run saw.
 type latencyResult struct {
-	span      time.Duration
-	elections int      // changes of the election's leader key
-	leaders   []string // the members that led, in order
-	changes   int      // master cursor changes
-	gap       time.Duration
+	span time.Duration
+	leaderSeen
+	changes int // master cursor changes
+	gap     time.Duration
 }
 
 func (res latencyResult) changesPerSecond() float64 { return float64(res.changes) / res.span.Seconds() }
@@ -556,12 +582,9 @@ func (r *netRig) runLatency(ld latencyLoad) latencyResult {
 		r.setEtcdRoundTrip(ld.rtt)
 	}
 	changes := stopCursor()
-	elections, leaders := stopLeaders()
+	seen := stopLeaders()
 	end := time.Now()
-	return latencyResult{
-		span: end.Sub(start), elections: elections, leaders: leaders,
-		changes: len(changes), gap: longestGap(start, end, changes),
-	}
+	return latencyResult{span: end.Sub(start), leaderSeen: seen, changes: len(changes), gap: longestGap(start, end, changes)}
 }
 
 // With 300 ms added to every etcd round trip (a third of request_timeout) and,
@@ -569,7 +592,7 @@ func (r *netRig) runLatency(ld latencyLoad) latencyResult {
 // the sidecars do not flap (at most one election) and the master cursor keeps
 // moving: at least every 2 × lease TTL, and up to the metastore's id.
 func TestEtcdLatencyDoesNotFlap(t *testing.T) {
-	r := newNetRigWith(t, 100, netOpts{leaseTTL: netLeaseTTL, requestTimeout: netRequestTimeout, delayable: true})
+	r := newNetRigWith(t, 100, netOpts{leaseTTL: netLeaseTTL, requestTimeout: netRequestTimeout, delayable: true, productionFE: true})
 	ld := latencyLoad{rtt: 300 * time.Millisecond, window: 40 * time.Second,
 		burstEvery: 10 * time.Second, burstFor: time.Second, burst: 2 * netRequestTimeout}
 	res := r.runLatency(ld)
