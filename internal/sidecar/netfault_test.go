@@ -87,6 +87,14 @@ func (r *netRig) setEtcdRoundTrip(rtt time.Duration) {
 	}
 }
 
+// clearLatency removes the added latency and spikes.
+func (r *netRig) clearLatency() {
+	for _, d := range r.delays {
+		d.SetRoundTrip(0)
+		d.SetSpikes(0, 0)
+	}
+}
+
 // newNetRig starts etcd, the metastore with a workload of rate events per
 // second, and three sidecars, and waits until they are in sync. Everything is
 // stopped when the test ends.
@@ -541,6 +549,8 @@ type latencyResult struct {
 	leaderSeen
 	changes int // master cursor changes
 	gap     time.Duration
+	// requests through the sidecars' latency proxies, and how many a spike held
+	requests, spiked int64
 }
 
 func (res latencyResult) changesPerSecond() float64 { return float64(res.changes) / res.span.Seconds() }
@@ -559,6 +569,11 @@ func (res latencyResult) survives(leaseTTL time.Duration) bool {
 // and traces the election and the master cursor meanwhile. The added latency
 // stays on when it returns.
 func (r *netRig) runLatency(ld latencyLoad) latencyResult {
+	var requests0, spiked0 int64
+	for _, d := range r.delays {
+		all, spiked := d.Requests()
+		requests0, spiked0 = requests0+all, spiked0+spiked
+	}
 	stopLeaders := r.leaderTrace()
 	stopCursor := r.cursorTrace()
 	start := time.Now()
@@ -584,7 +599,13 @@ func (r *netRig) runLatency(ld latencyLoad) latencyResult {
 	changes := stopCursor()
 	seen := stopLeaders()
 	end := time.Now()
-	return latencyResult{span: end.Sub(start), leaderSeen: seen, changes: len(changes), gap: longestGap(start, end, changes)}
+	res := latencyResult{span: end.Sub(start), leaderSeen: seen, changes: len(changes), gap: longestGap(start, end, changes),
+		requests: -requests0, spiked: -spiked0}
+	for _, d := range r.delays {
+		all, spiked := d.Requests()
+		res.requests, res.spiked = res.requests+all, res.spiked+spiked
+	}
+	return res
 }
 
 // With 300 ms added to every etcd round trip (a third of request_timeout) and,

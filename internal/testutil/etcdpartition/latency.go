@@ -27,6 +27,8 @@ type Latency struct {
 	spikeFraction float64
 	spikeExtra    time.Duration
 	rnd           *rand.Rand
+	requests      atomic.Int64 // request chunks passed
+	spiked        atomic.Int64 // of those, held by a spike
 
 	mu    sync.Mutex
 	conns []net.Conn
@@ -64,11 +66,17 @@ func (l *Latency) SetSpikes(fraction float64, extra time.Duration) {
 	l.spikeFraction, l.spikeExtra = fraction, extra
 }
 
+// Requests is how many request chunks (reads from the client side) passed the
+// proxy, and how many of them a spike held.
+func (l *Latency) Requests() (all, spiked int64) { return l.requests.Load(), l.spiked.Load() }
+
 // spike is the extra hold of the next request chunk.
 func (l *Latency) spike() time.Duration {
+	l.requests.Add(1)
 	l.spikeMu.Lock()
 	defer l.spikeMu.Unlock()
 	if l.spikeFraction > 0 && l.rnd.Float64() < l.spikeFraction {
+		l.spiked.Add(1)
 		return l.spikeExtra
 	}
 	return 0
