@@ -13,8 +13,8 @@
 // Lease keep-alives need more than the flag: clientv3's KeepAlive keeps one
 // stream on one member, and a member that loses its leader ends that stream only
 // after three election timeouts, longer than a short lease lives. KeepAlive here
-// refreshes the lease with one bounded request at a time, each free to go to
-// another member.
+// refreshes the lease with one request at a time, each free to go to another
+// member, and a second one when the first has waited for the request timeout.
 package etcdcall
 
 import (
