@@ -45,6 +45,8 @@ func (l *catalogLoop) followerStep(ctx context.Context) (outcome, error) {
 		// the master's open transactions as of it, for the day it is master.
 		l.cursor.moveTo(target)
 		l.takeTxns(m.Txns, target, "the master's")
+		// It reads no metastore: a failure it saw as master is no longer its.
+		l.rec.metastoreRead(nil)
 		return again, nil
 	}
 	if moved, err := l.checkFEApplied(ctx); err != nil || moved {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -138,8 +140,12 @@ func (r *recorder) metastoreCurrent(cur int64) {
 
 // metastoreRead records the outcome of a read of the metastore (err nil: it
 // answered), for /status and the member status: `hmssync status` shows a
-// member whose reads keep failing.
+// member whose reads keep failing. A read cancelled by this member (its term
+// ended, a read-ahead discarded, shutdown) says nothing about the metastore.
 func (r *recorder) metastoreRead(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil {

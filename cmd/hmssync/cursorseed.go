@@ -127,8 +127,10 @@ func seedMetastoreClient(cfg config.Config, idx int) (*hms.Client, error) {
 
 // writeSeed writes the choice to the etcd of cfg.
 func writeSeed(ctx context.Context, c *cli.Context, cfg config.Config, sec config.Secrets, catalog string, ch seedChoice, uuid string) error {
-	if len(cfg.Etcd.Endpoints) == 0 {
-		return fmt.Errorf("%s names no etcd.endpoints (an embedded etcd runs only inside `run`): give the endpoints the sidecars reach", c.String("config"))
+	if cfg.Etcd.EmbeddedDir != "" {
+		// The sidecar serves its embedded etcd there (sidecar.Run), as the
+		// other operator commands reach it (operatorConfig).
+		cfg.Etcd.Endpoints = []string{"http://" + cfg.Etcd.EmbeddedListen}
 	}
 	ec := sidecar.EtcdClientOf(cfg, sec, zap.NewNop())
 	root, err := cursorstore.ClusterPrefix(cfg.Etcd.Prefix, cfg.Cluster)
@@ -297,7 +299,10 @@ func scanFromMargin(ctx context.Context, log seedLog, ch seedChoice, start, targ
 		if err != nil {
 			return ch, fmt.Errorf("get_next_notification after %d: %w", after, err)
 		}
-		if f.Continuity == hms.Gap && scanned > 0 {
+		// The bisection ended on an event it read, so a gap even on the
+		// first fetch means events were cleaned since: their changes would
+		// be skipped.
+		if f.Continuity == hms.Gap {
 			return ch, fmt.Errorf("events after %d were cleaned from the metastore's log while it was scanned: seed a later time", after)
 		}
 		for i := range f.Events {
@@ -311,7 +316,9 @@ func scanFromMargin(ctx context.Context, log seedLog, ch seedChoice, start, targ
 			}
 		}
 		if len(f.Events) == 0 {
-			ch.cursor = max(after, f.Current)
+			// Not f.Current: it is read after the empty fetch, so an event
+			// written in between would lie at or below the cursor unapplied.
+			ch.cursor = after
 			ch.notes = append(ch.notes, fmt.Sprintf("no event at or after %s yet (%d scanned from id %d): the cursor is the last event's id",
 				time.Unix(target, 0).UTC().Format(time.RFC3339), scanned, start))
 			return ch, nil

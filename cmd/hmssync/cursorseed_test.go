@@ -160,3 +160,41 @@ func TestCursorSeedCommand(t *testing.T) {
 		}
 	}
 }
+
+// racingSeedLog holds events 1..5 (all before the seed time); its empty fetch
+// reports a current id of 7, as a metastore does when events 6 and 7 were
+// written between that fetch and its read of the current id. gapFirst makes
+// the first fetch report a gap.
+type racingSeedLog struct{ gapFirst bool }
+
+func (racingSeedLog) CurrentEventID(context.Context) (int64, error) { return 7, nil }
+
+func (l racingSeedLog) NextEvents(_ context.Context, after int64, max int, _ []string) (hms.Fetch, error) {
+	f := hms.Fetch{Last: after}
+	if l.gapFirst {
+		f.Continuity = hms.Gap
+	}
+	for id := after + 1; id <= 5 && len(f.Events) < max; id++ {
+		f.Events = append(f.Events, message.Event{ID: id, Time: 100, Type: "ALTER_TABLE"})
+		f.Last = id
+	}
+	if len(f.Events) == 0 {
+		f.Current = 7
+	}
+	return f, nil
+}
+
+// A scan that finds no event at or after the time starts after the last event
+// it read, not at the current id the metastore reported after its empty fetch:
+// events written in between are applied. A gap on the scan's first fetch (events
+// cleaned since the bisection read its start) is refused.
+func TestSeedScanKeepsEventsWrittenDuringItsLastRead(t *testing.T) {
+	ctx := context.Background()
+	ch, err := scanFromMargin(ctx, racingSeedLog{}, seedChoice{}, 1, 1000, time.Minute, seedMaxScan, 0)
+	if err != nil || ch.cursor != 5 || ch.first != nil {
+		t.Fatalf("cursor %d, first %+v, %v; want 5 (events 6 and 7, written during the read, applied)", ch.cursor, ch.first, err)
+	}
+	if _, err := scanFromMargin(ctx, racingSeedLog{gapFirst: true}, seedChoice{}, 1, 1000, time.Minute, seedMaxScan, 0); err == nil || !strings.Contains(err.Error(), "cleaned") {
+		t.Fatalf("gap on the first fetch: %v; want a refusal saying events were cleaned", err)
+	}
+}
