@@ -98,7 +98,7 @@ func listenerFinding(check string, read readFunc) Result {
 func listValue(cv hms.ConfigValue) string {
 	switch {
 	case !cv.Known:
-		return "not known to this metastore"
+		return "not set"
 	case strings.TrimSpace(cv.Value) == "":
 		return "empty"
 	}

@@ -15,6 +15,9 @@ import org.apache.hive.common.util.HiveVersionInfo;
 final class Compat {
   private Compat() {}
 
+  /** The metastore's in-memory delegation-token store (Kerberos.java: no ZooKeeper, no DB store). */
+  static final String MEMORY_TOKEN_STORE = "org.apache.hadoop.hive.thrift.MemoryTokenStore";
+
   /** A configuration with the metastore's defaults. */
   static Configuration newConf() {
     return new HiveConf(Compat.class);

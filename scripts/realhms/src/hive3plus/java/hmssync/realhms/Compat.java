@@ -14,6 +14,9 @@ import org.apache.hadoop.hive.metastore.utils.MetastoreVersionInfo;
 final class Compat {
   private Compat() {}
 
+  /** The metastore's in-memory delegation-token store (Kerberos.java: no ZooKeeper, no DB store). */
+  static final String MEMORY_TOKEN_STORE = "org.apache.hadoop.hive.metastore.security.MemoryTokenStore";
+
   /** A configuration with the metastore's defaults. */
   static Configuration newConf() {
     return MetastoreConf.newMetastoreConf();
