@@ -53,7 +53,7 @@ PROFILES=${REALHMS_PROFILES:-"hive4 hive3 hive2"}
 FORMATS=${REALHMS_FORMATS:-"json gzip"}
 STRICT=${REALHMS_STRICT:-0}
 # The Hive versions whose metastore the Kerberos checks run against.
-KERBEROS_PROFILES=${REALHMS_KERBEROS_PROFILES:-"hive4 hive3 hive2"}
+KERBEROS_PROFILES=${REALHMS_KERBEROS_PROFILES-"hive4 hive3 hive2"}
 declare -A KERBEROS_SKIP_WHY=()
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/realhms.XXXXXX")
 PASSED=0
