@@ -44,6 +44,12 @@ func EventSettings(ctx context.Context, cl *hms.Client, c Catalog) []Result {
 }
 
 func eventSettings(ctx context.Context, cl settingReader, c Catalog) []Result {
+	// One read first: a metastore that cannot be asked at all (down, or
+	// refusing the call outright) is one finding, not one per setting.
+	if _, err := cl.ConfigValue(ctx, "hive.metastore.dml.events"); err != nil {
+		return []Result{fail(fmt.Sprintf("catalog %s: settings", c.Name), "get_config_value: "+err.Error(),
+			"check that the metastore answers (hms_uris, hms_timeout) and its logs; its event settings are then read again")}
+	}
 	name := func(setting string) string { return fmt.Sprintf("catalog %s: setting %s", c.Name, setting) }
 	read := func(setting string) (hms.ConfigValue, *Result) {
 		cv, err := cl.ConfigValue(ctx, setting)

@@ -210,3 +210,14 @@ func TestEventSettingsReported(t *testing.T) {
 		t.Fatalf("JSON: ok %v, %d checks, failed %q, unverified %q:\n%s", rep.OK, len(rep.Checks), failed, unverified, b.String())
 	}
 }
+
+// A metastore that cannot be asked is one finding, not one per setting.
+func TestEventSettingsUnreadable(t *testing.T) {
+	rs := settingsOf(t, func(s *hmstest.Server) {
+		s.InjectFault("get_config_value", hmstest.Fault{Err: "internal error"})
+	})
+	if len(rs) != 1 || rs[0].OK || rs[0].Check != "catalog hive: settings" ||
+		!strings.Contains(rs[0].Detail, "internal error") || rs[0].Fix == "" {
+		t.Fatalf("want one failed finding naming the error, got:\n%s", text(rs))
+	}
+}

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -39,8 +40,11 @@ func (s *Sidecar) logEventSettings(ctx context.Context, log *zap.Logger) {
 				}
 				warned++
 				msg := "metastore event setting wrong"
-				if r.OK {
+				switch {
+				case r.OK:
 					msg = "metastore event setting could not be verified"
+				case strings.HasPrefix(r.Detail, "get_config_value: "):
+					msg = "metastore event settings could not be read"
 				}
 				clog.Warn(msg, zap.String("check", r.Check), zap.String("detail", r.Detail), zap.String("fix", r.Fix))
 			}
