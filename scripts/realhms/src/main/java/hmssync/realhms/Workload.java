@@ -355,11 +355,23 @@ public final class Workload {
    * refreshes the table, which holds the partition.
    */
   private List<Descriptor> insertIntoPartition(NotificationEvent ev, String db, String tbl, List<String> vals) throws Exception {
-    if (JSON.readTree(ev.getMessage()).has("ptnObjJson")) {
+    if (JSON.readTree(messageText(ev)).has("ptnObjJson")) {
       return List.of(Descriptor.partitions("REFRESH_PARTITIONS", db, tbl, names(List.of(vals))));
     }
     notes.add("insert into a partition: the INSERT message has no ptnObjJson (partKeyVals only): REFRESH_TABLE expected");
     return List.of(Descriptor.table("REFRESH_TABLE", db, tbl));
+  }
+
+  /** The event's message as JSON text: gzip(json-2.0) messages are base64 of gzip (reference §3). */
+  private static String messageText(NotificationEvent ev) throws java.io.IOException {
+    String m = ev.getMessage();
+    if (!m.startsWith("H4sI")) {
+      return m;
+    }
+    byte[] gz = java.util.Base64.getDecoder().decode(m);
+    try (java.util.zip.GZIPInputStream in = new java.util.zip.GZIPInputStream(new java.io.ByteArrayInputStream(gz))) {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
   }
 
   private static boolean hasClass(String name) {
