@@ -12,8 +12,8 @@ import (
 // DefaultSettings are the fake's answers to get_config_value until changed: a
 // metastore set up as hmssync needs (reference hms.md §1), with Hive 3.1's
 // defaults for the rest. hive.metastore.alter.notifications.basic (a CDH flag)
-// and hive.metastore.notifications.add.thrift.objects (Hive 4) are unknown to
-// it, as to Apache Hive 3.1.
+// and hive.metastore.notifications.add.thrift.objects are unknown to it, as to
+// Apache Hive 2.3.10, 3.1.3 and 4.0.1 (the real-metastore suite reads them).
 var DefaultSettings = map[string]string{
 	"hive.metastore.transactional.event.listeners":  "org.apache.hive.hcatalog.listener.DbNotificationListener",
 	"hive.metastore.event.listeners":                "",
