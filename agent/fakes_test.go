@@ -55,6 +55,11 @@ type memLog struct {
 	// answers the loop still holds (liveAnswers).
 	trackAnswers bool
 	answers      []weak.Pointer[message.Event]
+	// dupes makes every answer hold each event twice and, first, the event
+	// with the requested id itself, as several metastore instances sharing
+	// one database write them (HIVE-16886) and a source that does not drop
+	// them (unlike hms.Client) would hand them on.
+	dupes bool
 }
 
 // liveAnswers collects garbage and counts the fetch answers whose events are
@@ -165,6 +170,9 @@ func (m *memLog) nextEvents(_ context.Context, after int64, max int, skip []stri
 			continue
 		}
 		f.Events = append(f.Events, ev)
+	}
+	if m.dupes {
+		f.Events = withDupes(m.events, after, f.Events)
 	}
 	m.served = append(m.served, f.Last)
 	if m.trackAnswers && len(f.Events) > 0 {
@@ -623,4 +631,19 @@ func (r *rig) checkFEHoldsLog(start int64, skip []string) {
 			r.t.Fatalf("the FE never received event %d (refreshed as of %d; applied since: %v; kept events of the log above it: %v)", id, at, got, want)
 		}
 	}
+}
+
+// withDupes is evs with each event twice, after the event with id after when
+// the log holds it (memLog.dupes).
+func withDupes(log []message.Event, after int64, evs []message.Event) []message.Event {
+	var out []message.Event
+	for _, ev := range log {
+		if ev.ID == after {
+			out = append(out, ev)
+		}
+	}
+	for _, ev := range evs {
+		out = append(out, ev, ev)
+	}
+	return out
 }

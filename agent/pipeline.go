@@ -72,6 +72,7 @@ func (l *catalogLoop) fetchEvents(ctx context.Context, after int64, max int, ser
 		f, err = l.cat.Source.NextEvents(ctx, after, max, skip)
 	}
 	l.progressed()
+	dropRepeats(&f, after)
 	l.rec.fetched(f, time.Since(start), err)
 	if err != nil {
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)

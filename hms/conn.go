@@ -153,7 +153,8 @@ func serverAnswered(err error) bool {
 	}
 	var me *hmsthrift.MetaException
 	var nso *hmsthrift.NoSuchObjectException
-	return errors.As(err, &me) || errors.As(err, &nso)
+	var sec *hmsthrift.ConfigValSecurityException
+	return errors.As(err, &me) || errors.As(err, &nso) || errors.As(err, &sec)
 }
 
 // netTransport is a thrift.TTransport over a net.Conn that, unlike thrift.TSocket,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -79,5 +80,22 @@ catalogs: [{name: hive, hms_uris: [%s], hms_timeout: 2s}]
 	}
 	if failed != 1 {
 		t.Errorf("want exactly the FE check to fail, %d failed: %+v", failed, bad.Checks)
+	}
+
+	// A metastore that logs no INSERT events fails check, with the setting
+	// named in the JSON.
+	meta.SetSetting("hive.metastore.dml.events", "false")
+	noDML, err := run("pw")
+	if !errors.As(err, &ec) || ec.ExitCode() != 1 || noDML.OK {
+		t.Fatalf("hive.metastore.dml.events=false: want exit status 1 and ok false, got %v, %+v", err, noDML)
+	}
+	var failedChecks []string
+	for _, c := range noDML.Checks {
+		if !c.OK {
+			failedChecks = append(failedChecks, c.Check+" | "+c.Fix)
+		}
+	}
+	if len(failedChecks) != 1 || !strings.Contains(failedChecks[0], "catalog hive: setting hive.metastore.dml.events | set hive.metastore.dml.events=true") {
+		t.Errorf("hive.metastore.dml.events=false: failed %q; want that setting's check with its fix", failedChecks)
 	}
 }

@@ -50,8 +50,9 @@ type Server struct {
 	saslClients  []string
 	saslFailures int
 
-	log   eventLog
-	model model
+	log      eventLog
+	model    model
+	settings settings // get_config_value (config.go)
 }
 
 // Option configures a Server.

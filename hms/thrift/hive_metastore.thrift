@@ -30,6 +30,10 @@ exception NoSuchObjectException {
   1: string message
 }
 
+exception ConfigValSecurityException {
+  1: string message
+}
+
 struct NotificationEventRequest {
   1: required i64 lastEvent,
   2: optional i32 maxEvents,
@@ -80,4 +84,5 @@ service ThriftHiveMetastore extends FacebookService {
   CurrentNotificationEventId get_current_notificationEventId(),
   string get_metastore_db_uuid() throws (1: MetaException o1),
   NotificationEventsCountResponse get_notification_events_count(1: NotificationEventsCountRequest rqst),
+  string get_config_value(1: string name, 2: string defaultValue) throws (1: ConfigValSecurityException o1),
 }

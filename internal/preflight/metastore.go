@@ -40,6 +40,7 @@ func checkMetastore(ctx context.Context, c Catalog) []Result {
 		return []Result{fail(prefix+" answers", err.Error(), metastoreReachFix(c, err))}
 	}
 	rs := []Result{pass(prefix+" answers", fmt.Sprintf("current notification event id %d", cur))}
+	rs = append(rs, eventSettings(cctx, cl, c)...)
 
 	logName := fmt.Sprintf("catalog %s: notification log", c.Name)
 	oldest, kept, err := cl.OldestEventID(cctx)

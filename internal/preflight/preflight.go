@@ -85,6 +85,10 @@ type Result struct {
 	Detail string `json:"detail,omitempty"`
 	// Fix says what to change; set only when OK is false.
 	Fix string `json:"fix,omitempty"`
+	// Unverified marks a check that could not be made (the metastore refuses
+	// to reveal a setting, or does not know it): not a failure, but not a
+	// pass either; Detail says why.
+	Unverified bool `json:"unverified,omitempty"`
 }
 
 // Run runs every check and returns their results in a stable order: etcd, then

@@ -6,15 +6,20 @@ import (
 	"io"
 )
 
-// WriteText writes one line per result, ✓ or ✗, with the fix indented under
-// each failure, and a last line counting the failures.
+// WriteText writes one line per result, ✓, ✗ or ? (could not be verified),
+// with the fix indented under each failure, and a last line counting the
+// failures.
 func WriteText(w io.Writer, rs []Result) error {
-	failed := 0
+	failed, unverified := 0, 0
 	for _, r := range rs {
 		mark := "✓"
-		if !r.OK {
+		switch {
+		case !r.OK:
 			mark = "✗"
 			failed++
+		case r.Unverified:
+			mark = "?"
+			unverified++
 		}
 		line := mark + " " + r.Check
 		if r.Detail != "" {
@@ -29,11 +34,15 @@ func WriteText(w io.Writer, rs []Result) error {
 			}
 		}
 	}
+	tail := ""
+	if unverified > 0 {
+		tail = fmt.Sprintf(" (%d could not be verified)", unverified)
+	}
 	var err error
 	if failed == 0 {
-		_, err = fmt.Fprintf(w, "all %d checks passed\n", len(rs))
+		_, err = fmt.Fprintf(w, "all %d checks passed%s\n", len(rs), tail)
 	} else {
-		_, err = fmt.Fprintf(w, "%d of %d checks failed\n", failed, len(rs))
+		_, err = fmt.Fprintf(w, "%d of %d checks failed%s\n", failed, len(rs), tail)
 	}
 	return err
 }

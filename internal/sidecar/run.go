@@ -93,6 +93,15 @@ func Run(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 	go func() { defer close(warned); warnDoubleSync(warnCtx, cfg, sec, log) }()
 	defer func() { stopWarn(); <-warned }()
 
+	// The metastores' event settings, logged as warnings where wrong, beside
+	// the agent's start (not before it: a metastore that is down must not
+	// hold the sidecar up).
+	settingsDone := make(chan struct{})
+	go func() {
+		defer close(settingsDone)
+		sc.logEventSettings(ctx, log)
+	}()
+	defer func() { <-settingsDone }()
 	sc.Agent.Run(ctx, cfg.ShutdownTimeout/2)
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

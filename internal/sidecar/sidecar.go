@@ -17,6 +17,7 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/preflight"
 	"github.com/hmssync/hmssync/internal/retry"
 )
 
@@ -30,6 +31,7 @@ type Sidecar struct {
 	// the members with a leader (keepToLeaderMembers).
 	stopEndpoints func()
 	hms           []*hms.Client
+	settings      []settingsCheck // one per catalog (eventsettings.go)
 	applier       applier.Applier
 	store         *cursorstore.Store
 	member        string
@@ -111,6 +113,8 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 			return nil, fmt.Errorf("catalog %s: metastore client: %w", cc.Name, err)
 		}
 		sc.hms = append(sc.hms, hc)
+		sc.settings = append(sc.settings, settingsCheck{client: hc,
+			catalog: preflight.Catalog{Name: cc.Name, URIs: cc.HMSURIs, Kerberos: krb, UGIUser: cc.HMSUser, Timeout: cc.HMSTimeout}})
 		cat := agent.Catalog{
 			Name: cc.Name, Source: hc, Decoder: message.NewDecoder(cc.HMSCatalog),
 			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end suite: hmssync against a real Apache Hive Metastore (Hive 4.0.1 and 3.1.3, each with
-# the json-0.2 and gzip(json-2.0) message encodings). Exits 0 only if every check that can run
+# End-to-end suite: hmssync against a real Apache Hive Metastore (Hive 4.0.1, 3.1.3 and 2.3.10, each
+# with the json-0.2 and, where the version has it (Hive 4), gzip(json-2.0) message encodings). Exits 0 only if every check that can run
 # holds; prints one PASS/FAIL/SKIP line per check and a closing "N passed, N failed" line.
 #
 # Checks per Hive version and encoding:
@@ -22,8 +22,8 @@
 #               constant, so this waits up to TTL + 60 s there)
 # A check whose hmssync command is not built yet is SKIPPED (REALHMS_STRICT=1 makes that a failure,
 # as CI does: every command exists, so such a skip means the detection is wrong). A check that does
-# not apply to a Hive version (Hive 3.1 has no gzip encoder) is SKIPPED as "not applicable" whatever
-# REALHMS_STRICT says.
+# not apply to a Hive version (Hive 3.1 and 2.3 have no gzip encoder; Hive 2.3 runs no Kerberos
+# checks, see KERBEROS_PROFILES) is SKIPPED as "not applicable" whatever REALHMS_STRICT says.
 #
 # Per Hive version, over Kerberos (kerberos-checks.sh: a real MIT KDC on loopback, the metastore with
 # hive.metastore.sasl.enabled=true; needs krb5-kdc and krb5-admin-server, installed here):
@@ -39,18 +39,22 @@
 #                       (now with hadoop.rpc.protection=integrity) and the sidecars reconnect with
 #                       fresh tickets, negotiating QOP auth-int, and converge
 #
-# Environment: REALHMS_PROFILES (default "hive4 hive3"), REALHMS_FORMATS (default "json gzip"),
+# Environment: REALHMS_PROFILES (default "hive4 hive3 hive2"), REALHMS_FORMATS (default "json gzip"),
 # REALHMS_KEEP=1 keeps the work directory, REALHMS_M2 sets Maven's local repository,
-# REALHMS_KERBEROS_ONLY=1 runs only the Kerberos checks.
+# REALHMS_KERBEROS_ONLY=1 runs only the Kerberos checks, REALHMS_KERBEROS_PROFILES (default all
+# three) names the versions they run for.
 #
 # bench.sh (the real-metastore benchmark, not run by CI) sources this file for its functions.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE="$ROOT/scripts/realhms"
-PROFILES=${REALHMS_PROFILES:-"hive4 hive3"}
+PROFILES=${REALHMS_PROFILES:-"hive4 hive3 hive2"}
 FORMATS=${REALHMS_FORMATS:-"json gzip"}
 STRICT=${REALHMS_STRICT:-0}
+# The Hive versions whose metastore the Kerberos checks run against.
+KERBEROS_PROFILES=${REALHMS_KERBEROS_PROFILES-"hive4 hive3 hive2"}
+declare -A KERBEROS_SKIP_WHY=()
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/realhms.XXXXXX")
 PASSED=0
 FAILED=0
@@ -220,8 +224,8 @@ run_encoding() { # profile format
 	local profile=$1 format=$2 dir="$WORK/$1-$2" label="$1/$2"
 	mkdir -p "$dir"
 	JLOG="$dir/client.log"
-	if [ "$profile" = hive3 ] && [ "$format" = gzip ]; then
-		not_applicable "$label: Hive 3.1 has no message encoders (json-0.2 only)"
+	if [ "$profile" != hive4 ] && [ "$format" = gzip ]; then
+		not_applicable "$label: Hive ${profile#hive} has no message encoders (they came with Hive 4; json-0.2 only)"
 		return
 	fi
 	start_hms "$dir" "$format" || { fail "$label hive: metastore did not start"; return; }
@@ -335,7 +339,11 @@ for profile in $PROFILES; do
 	fi
 	if [ "${REALHMS_KERBEROS_ONLY:-0}" != 1 ]; then run_sidecar_checks "$profile"; fi
 	if [ "${REALHMS_KERBEROS_ONLY:-0}" != 1 ]; then . "$HERE/sidecar-checks.sh" && . "$HERE/txn-checks.sh" && txn_checks "$profile"; fi
-	run_kerberos_checks "$profile"
+	if [[ " $KERBEROS_PROFILES " == *" $profile "* ]]; then
+		run_kerberos_checks "$profile"
+	else
+		not_applicable "$profile/kerberos: ${KERBEROS_SKIP_WHY[$profile]:-not in REALHMS_KERBEROS_PROFILES}"
+	fi
 done
 
 log "finished in $((SECONDS - T0))s"

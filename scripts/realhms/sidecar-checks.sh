@@ -13,13 +13,17 @@
 #             a failed metastore read and the cursors are still inside it; the sidecars must then
 #             finish the backlog (cursors up to its last event) and converge with no full refresh
 #             (the sum of hmssync_full_refreshes_total over both does not move)
-#   check     `hmssync check` with the sidecars' configuration passes (after converge's workload)
+#   check     `hmssync check` with the sidecars' configuration passes (after converge's workload),
+#             reporting the metastore's event settings (get_config_value) as the launcher set them;
+#             against a second metastore started with them wrong (no listener, DML events off, a
+#             600 s TTL, hive.metastore.alter.notifications.basic=true) it exits 1 with a ✗ and a
+#             fix for each
 #   pushdown  a fourth sidecar (its own cluster and fake FE) whose catalog includes one database
 #             (pd_a) asks the metastore for that database's events by name (push-down) and
 #             converges on it through a workload that renames a table out of it into pd_b (Hive
 #             logs that ALTER_TABLE under pd_b); on Hive 4 the metastore must apply the filter (no
-#             "ignores ... dbName filter" warning); on Hive 3.1 (whose request may not know dbName)
-#             either outcome passes and the PASS line says which was seen
+#             "ignores ... dbName filter" warning); on Hive 3.1 and 2.3 (whose request may not know
+#             dbName) either outcome passes and the PASS line says which was seen
 #   wait      read your writes: after the real Hive client adds a partition (AddPartition, to
 #             wt_a.orders), `hmssync wait` returns 0 and at that moment the FE holds it (its cache of
 #             wt_a.orders = the metastore's): member scope on one sidecar (its FE), cluster scope
@@ -27,7 +31,7 @@
 #             is narrowed by the metastore's dbName filter: with sidecar 3's FE refusing batches
 #             after wt_a.orders' last event and a partition added to wt_b, the whole catalog times
 #             out (exit 2) and the per-table wait returns with a target at that event; Hive 3.1
-#             waits for the whole log, and the PASS line says so
+#             and 2.3 wait for the whole log, and the PASS line says so
 #   cleanup   with every sidecar stopped, the metastore is restarted with the listener's short
 #             TTL, changes are made and the TTL cleans them (it empties the log, as on an idle
 #             metastore); the two sidecars started again (both behind the cleaned range) each
@@ -106,6 +110,7 @@ urls() { # array entries -> comma-separated http URLs
 declare -A SIDECAR_HMS_ARGS=(
 	[hive4]="--ttl-seconds 15 --clean-interval-seconds 2"
 	[hive3]="--ttl-seconds 15"
+	[hive2]="--ttl-seconds 15"
 )
 
 # Workload options per profile, and what that leaves untested (reported as a SKIP line, not
@@ -117,6 +122,7 @@ declare -A SIDECAR_HMS_ARGS=(
 declare -A SIDECAR_WORKLOAD_ARGS=(
 	[hive4]=""
 	[hive3]=""
+	[hive2]=""
 )
 declare -A SIDECAR_WORKLOAD_SKIP=()
 
@@ -133,7 +139,7 @@ RST_DELAY=2s
 # metastore (which now holds the converge workload's events), etcd and fake FE 1, including the
 # notification log and the decoding of its newest window.
 preflight_check() {
-	local L=$1
+	local L=$1 profile=$2
 	# has_command (run-e2e.sh) reads the help captured: piped into grep -q it could die of
 	# SIGPIPE under pipefail, which read as "not built yet".
 	if ! has_command check --config; then
@@ -147,7 +153,58 @@ preflight_check() {
 	fi
 	grep -q "✓ catalog hive: notification log readable: events" "$SC/check.out" ||
 		{ fail "$L check: no notification log check in: $(cat "$SC/check.out")"; return; }
-	pass "$L check: hmssync check passes against the real metastore ($(grep -c '✓' "$SC/check.out") checks)"
+	# The metastore's event settings as get_config_value reveals them: those the launcher sets
+	# right pass. The listener is Hive's DbNotificationListener (✓) except on Hive 4, whose
+	# listener here is the suite's own (NotificationLogListener): hmssync cannot tell that it
+	# writes the log, and says so (?).
+	local s want_listener="✓" missing=()
+	[ "$profile" = hive4 ] && want_listener="?"
+	for s in "$want_listener catalog hive: setting hive.metastore.(transactional.)event.listeners" \
+		"✓ catalog hive: setting hive.metastore.dml.events: true" \
+		"✓ catalog hive: setting hive.metastore.event.db.listener.timetolive: 86400 s" \
+		"✓ catalog hive: setting hive.metastore.notifications.add.thrift.objects" \
+		"✓ catalog hive: setting hive.metastore.alter.notifications.basic: not a setting of this metastore" \
+		"✓ catalog hive: setting hive.metastore.event.db.notification.api.auth: false" \
+		"✓ catalog hive: setting hive.txn.timeout: 300 s"; do
+		grep -qF -- "$s" "$SC/check.out" || missing+=("$s")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		fail "$L check: the event settings are not reported as expected: missing \"${missing[0]}\" in: $(grep 'setting ' "$SC/check.out")"
+		return
+	fi
+	pass "$L check: hmssync check passes against the real metastore ($(grep -c '✓' "$SC/check.out") checks; event settings: $(grep -c '✓ catalog hive: setting ' "$SC/check.out") ✓, $(grep -c '? catalog hive: setting ' "$SC/check.out") ?)"
+	settings_wrong_check "$L"
+}
+
+# settings_wrong_check LABEL: `hmssync check` against a second metastore started with the event
+# settings wrong (no listener, DML events off, a 10-minute TTL, CDH's basic-alter flag on) fails,
+# with a ✗ and its fix for each of them. Uses etcd and fake FE 1; the metastore is stopped after.
+settings_wrong_check() {
+	local L=$1 keep_pid=$HMS_PID keep_uri=$HMS_URI bad_uri s missing=()
+	start_hms "$SC/hms-bad" json --ttl-seconds 600 \
+		--settings "hive.metastore.transactional.event.listeners=;hive.metastore.dml.events=false;hive.metastore.alter.notifications.basic=true" ||
+		{ HMS_PID=$keep_pid HMS_URI=$keep_uri; fail "$L check (wrong settings): the metastore did not start"; return; }
+	bad_uri=$HMS_URI
+	sed "s|hms_uris: \[.*\]|hms_uris: [$bad_uri]|" "$SC/sidecar.yaml" >"$SC/sidecar-bad.yaml"
+	if HMSSYNC_ETCD_ENDPOINTS="http://$ETCD_ADDR" HMSSYNC_FE_URL="http://${FE_ADDR[1]}" HMSSYNC_FE_DIALECT=native \
+		HMSSYNC_MEMBER=preflight "$HMSSYNC" check --config "$SC/sidecar-bad.yaml" >"$SC/check-bad.out" 2>&1; then
+		missing+=("exit status 1")
+	fi
+	for s in "✗ catalog hive: setting hive.metastore.(transactional.)event.listeners: no listener writes the notification log" \
+		"✗ catalog hive: setting hive.metastore.dml.events: \"false\"" \
+		"✗ catalog hive: setting hive.metastore.event.db.listener.timetolive: 600 s" \
+		"✗ catalog hive: setting hive.metastore.alter.notifications.basic: \"true\"" \
+		"✓ catalog hive: setting hive.metastore.event.db.notification.api.auth: false"; do
+		grep -qF -- "$s" "$SC/check-bad.out" || missing+=("$s")
+	done
+	[ "$(grep -c '^    fix: set hive.metastore' "$SC/check-bad.out")" -ge 4 ] || missing+=("a fix under each ✗ setting")
+	stop_hms "$SC/hms-bad" || true
+	HMS_PID=$keep_pid HMS_URI=$keep_uri
+	if [ ${#missing[@]} -gt 0 ]; then
+		fail "$L check (wrong settings): missing \"${missing[0]}\" in: $(grep -E 'setting |checks' "$SC/check-bad.out")"
+		return
+	fi
+	pass "$L check (wrong settings): against a metastore without listener, DML events off, a 600 s TTL and basic alters, hmssync check exits 1 with a ✗ and a fix for each"
 }
 
 # pushdown_check LABEL PROFILE: see the file comment. Uses the running metastore and etcd; starts
@@ -241,8 +298,8 @@ wait_check() {
 		return
 	fi
 	wait_holds "$L" "per table on m3" "$out" "${FE_ADDR[3]}" || return
-	if [ "$profile" = hive3 ]; then
-		pass "$L wait: after the real client added a partition, hmssync wait returned and the FE held it: member scope (m1), cluster scope (every FE), per table (m3; Hive 3.1 has no dbName filter: the whole log's target)"
+	if [ "$profile" = hive3 ] || [ "$profile" = hive2 ]; then
+		pass "$L wait: after the real client added a partition, hmssync wait returned and the FE held it: member scope (m1), cluster scope (every FE), per table (m3; Hive ${profile#hive} has no dbName filter: the whole log's target)"
 		return
 	fi
 	# Hive 4 narrows the target: with m3's FE refusing batches after event $w3, a write to wt_b
@@ -360,7 +417,7 @@ sidecar_checks_in() { # profile
 		cat "$SC/conv1.cmp"
 		return
 	fi
-	preflight_check "$L"
+	preflight_check "$L" "$profile"
 	pushdown_check "$L" "$profile"
 	wait_check "$L" "$profile"
 	local m

@@ -341,6 +341,127 @@ func (NoSuchObjectException) TExceptionType() thrift.TExceptionType {
 var _ thrift.TException = (*NoSuchObjectException)(nil)
 
 // Attributes:
+//   - Message
+type ConfigValSecurityException struct {
+	Message string `thrift:"message,1" db:"message" json:"message"`
+}
+
+func NewConfigValSecurityException() *ConfigValSecurityException {
+	return &ConfigValSecurityException{}
+}
+
+func (p *ConfigValSecurityException) GetMessage() string {
+	return p.Message
+}
+func (p *ConfigValSecurityException) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ConfigValSecurityException) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Message = v
+	}
+	return nil
+}
+
+func (p *ConfigValSecurityException) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "ConfigValSecurityException"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ConfigValSecurityException) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "message", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:message: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Message)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.message (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:message: ", p), err)
+	}
+	return err
+}
+
+func (p *ConfigValSecurityException) Equals(other *ConfigValSecurityException) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Message != other.Message {
+		return false
+	}
+	return true
+}
+
+func (p *ConfigValSecurityException) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ConfigValSecurityException(%+v)", *p)
+}
+
+func (p *ConfigValSecurityException) Error() string {
+	return p.String()
+}
+
+func (ConfigValSecurityException) TExceptionType() thrift.TExceptionType {
+	return thrift.TExceptionTypeCompiled
+}
+
+var _ thrift.TException = (*ConfigValSecurityException)(nil)
+
+// Attributes:
 //   - LastEvent
 //   - MaxEvents
 //   - EventTypeSkipList
@@ -2667,6 +2788,10 @@ type ThriftHiveMetastore interface {
 	// Parameters:
 	//  - Rqst
 	GetNotificationEventsCount(ctx context.Context, rqst *NotificationEventsCountRequest) (_r *NotificationEventsCountResponse, _err error)
+	// Parameters:
+	//  - Name
+	//  - DefaultValue
+	GetConfigValue(ctx context.Context, name string, defaultValue string) (_r string, _err error)
 }
 
 type ThriftHiveMetastoreClient struct {
@@ -2840,21 +2965,44 @@ func (p *ThriftHiveMetastoreClient) GetNotificationEventsCount(ctx context.Conte
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "get_notification_events_count failed: unknown result")
 }
 
+// Parameters:
+//   - Name
+//   - DefaultValue
+func (p *ThriftHiveMetastoreClient) GetConfigValue(ctx context.Context, name string, defaultValue string) (_r string, _err error) {
+	var _args45 ThriftHiveMetastoreGetConfigValueArgs
+	_args45.Name = name
+	_args45.DefaultValue = defaultValue
+	var _result47 ThriftHiveMetastoreGetConfigValueResult
+	var _meta46 thrift.ResponseMeta
+	_meta46, _err = p.Client_().Call(ctx, "get_config_value", &_args45, &_result47)
+	p.SetLastResponseMeta_(_meta46)
+	if _err != nil {
+		return
+	}
+	switch {
+	case _result47.O1 != nil:
+		return _r, _result47.O1
+	}
+
+	return _result47.GetSuccess(), nil
+}
+
 type ThriftHiveMetastoreProcessor struct {
 	*FacebookServiceProcessor
 }
 
 func NewThriftHiveMetastoreProcessor(handler ThriftHiveMetastore) *ThriftHiveMetastoreProcessor {
-	self45 := &ThriftHiveMetastoreProcessor{NewFacebookServiceProcessor(handler)}
-	self45.AddToProcessorMap("get_all_databases", &thriftHiveMetastoreProcessorGetAllDatabases{handler: handler})
-	self45.AddToProcessorMap("get_all_tables", &thriftHiveMetastoreProcessorGetAllTables{handler: handler})
-	self45.AddToProcessorMap("get_partition_names", &thriftHiveMetastoreProcessorGetPartitionNames{handler: handler})
-	self45.AddToProcessorMap("set_ugi", &thriftHiveMetastoreProcessorSetUgi{handler: handler})
-	self45.AddToProcessorMap("get_next_notification", &thriftHiveMetastoreProcessorGetNextNotification{handler: handler})
-	self45.AddToProcessorMap("get_current_notificationEventId", &thriftHiveMetastoreProcessorGetCurrentNotificationEventId{handler: handler})
-	self45.AddToProcessorMap("get_metastore_db_uuid", &thriftHiveMetastoreProcessorGetMetastoreDbUUID{handler: handler})
-	self45.AddToProcessorMap("get_notification_events_count", &thriftHiveMetastoreProcessorGetNotificationEventsCount{handler: handler})
-	return self45
+	self48 := &ThriftHiveMetastoreProcessor{NewFacebookServiceProcessor(handler)}
+	self48.AddToProcessorMap("get_all_databases", &thriftHiveMetastoreProcessorGetAllDatabases{handler: handler})
+	self48.AddToProcessorMap("get_all_tables", &thriftHiveMetastoreProcessorGetAllTables{handler: handler})
+	self48.AddToProcessorMap("get_partition_names", &thriftHiveMetastoreProcessorGetPartitionNames{handler: handler})
+	self48.AddToProcessorMap("set_ugi", &thriftHiveMetastoreProcessorSetUgi{handler: handler})
+	self48.AddToProcessorMap("get_next_notification", &thriftHiveMetastoreProcessorGetNextNotification{handler: handler})
+	self48.AddToProcessorMap("get_current_notificationEventId", &thriftHiveMetastoreProcessorGetCurrentNotificationEventId{handler: handler})
+	self48.AddToProcessorMap("get_metastore_db_uuid", &thriftHiveMetastoreProcessorGetMetastoreDbUUID{handler: handler})
+	self48.AddToProcessorMap("get_notification_events_count", &thriftHiveMetastoreProcessorGetNotificationEventsCount{handler: handler})
+	self48.AddToProcessorMap("get_config_value", &thriftHiveMetastoreProcessorGetConfigValue{handler: handler})
+	return self48
 }
 
 type thriftHiveMetastoreProcessorGetAllDatabases struct {
@@ -2862,7 +3010,7 @@ type thriftHiveMetastoreProcessorGetAllDatabases struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err46 error
+	var _write_err49 error
 	args := ThriftHiveMetastoreGetAllDatabasesArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2912,21 +3060,21 @@ func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Contex
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc47 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_databases: "+err2.Error())
+			_exc50 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_databases: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_all_databases", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err46 = thrift.WrapTException(err2)
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc47.Write(ctx, oprot); _write_err46 == nil && err2 != nil {
-				_write_err46 = thrift.WrapTException(err2)
+			if err2 := _exc50.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err46 == nil && err2 != nil {
-				_write_err46 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err46 == nil && err2 != nil {
-				_write_err46 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
+				_write_err49 = thrift.WrapTException(err2)
 			}
-			if _write_err46 != nil {
-				return false, thrift.WrapTException(_write_err46)
+			if _write_err49 != nil {
+				return false, thrift.WrapTException(_write_err49)
 			}
 			return true, err
 		}
@@ -2935,19 +3083,19 @@ func (p *thriftHiveMetastoreProcessorGetAllDatabases) Process(ctx context.Contex
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_all_databases", thrift.REPLY, seqId); err2 != nil {
-		_write_err46 = thrift.WrapTException(err2)
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err46 == nil && err2 != nil {
-		_write_err46 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err46 == nil && err2 != nil {
-		_write_err46 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err46 == nil && err2 != nil {
-		_write_err46 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
 	}
-	if _write_err46 != nil {
-		return false, thrift.WrapTException(_write_err46)
+	if _write_err49 != nil {
+		return false, thrift.WrapTException(_write_err49)
 	}
 	return true, err
 }
@@ -2957,7 +3105,7 @@ type thriftHiveMetastoreProcessorGetAllTables struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetAllTables) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err48 error
+	var _write_err51 error
 	args := ThriftHiveMetastoreGetAllTablesArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3007,21 +3155,21 @@ func (p *thriftHiveMetastoreProcessorGetAllTables) Process(ctx context.Context, 
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc49 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_tables: "+err2.Error())
+			_exc52 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_all_tables: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_all_tables", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err48 = thrift.WrapTException(err2)
+				_write_err51 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc49.Write(ctx, oprot); _write_err48 == nil && err2 != nil {
-				_write_err48 = thrift.WrapTException(err2)
+			if err2 := _exc52.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
+				_write_err51 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err48 == nil && err2 != nil {
-				_write_err48 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
+				_write_err51 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err48 == nil && err2 != nil {
-				_write_err48 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
+				_write_err51 = thrift.WrapTException(err2)
 			}
-			if _write_err48 != nil {
-				return false, thrift.WrapTException(_write_err48)
+			if _write_err51 != nil {
+				return false, thrift.WrapTException(_write_err51)
 			}
 			return true, err
 		}
@@ -3030,19 +3178,19 @@ func (p *thriftHiveMetastoreProcessorGetAllTables) Process(ctx context.Context, 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_all_tables", thrift.REPLY, seqId); err2 != nil {
-		_write_err48 = thrift.WrapTException(err2)
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err48 == nil && err2 != nil {
-		_write_err48 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err48 == nil && err2 != nil {
-		_write_err48 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err48 == nil && err2 != nil {
-		_write_err48 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
 	}
-	if _write_err48 != nil {
-		return false, thrift.WrapTException(_write_err48)
+	if _write_err51 != nil {
+		return false, thrift.WrapTException(_write_err51)
 	}
 	return true, err
 }
@@ -3052,7 +3200,7 @@ type thriftHiveMetastoreProcessorGetPartitionNames struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetPartitionNames) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err50 error
+	var _write_err53 error
 	args := ThriftHiveMetastoreGetPartitionNamesArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3104,21 +3252,21 @@ func (p *thriftHiveMetastoreProcessorGetPartitionNames) Process(ctx context.Cont
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc51 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_partition_names: "+err2.Error())
+			_exc54 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_partition_names: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_partition_names", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err50 = thrift.WrapTException(err2)
+				_write_err53 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc51.Write(ctx, oprot); _write_err50 == nil && err2 != nil {
-				_write_err50 = thrift.WrapTException(err2)
+			if err2 := _exc54.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
+				_write_err53 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err50 == nil && err2 != nil {
-				_write_err50 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
+				_write_err53 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err50 == nil && err2 != nil {
-				_write_err50 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
+				_write_err53 = thrift.WrapTException(err2)
 			}
-			if _write_err50 != nil {
-				return false, thrift.WrapTException(_write_err50)
+			if _write_err53 != nil {
+				return false, thrift.WrapTException(_write_err53)
 			}
 			return true, err
 		}
@@ -3127,19 +3275,19 @@ func (p *thriftHiveMetastoreProcessorGetPartitionNames) Process(ctx context.Cont
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_partition_names", thrift.REPLY, seqId); err2 != nil {
-		_write_err50 = thrift.WrapTException(err2)
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err50 == nil && err2 != nil {
-		_write_err50 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err50 == nil && err2 != nil {
-		_write_err50 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err50 == nil && err2 != nil {
-		_write_err50 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
 	}
-	if _write_err50 != nil {
-		return false, thrift.WrapTException(_write_err50)
+	if _write_err53 != nil {
+		return false, thrift.WrapTException(_write_err53)
 	}
 	return true, err
 }
@@ -3149,7 +3297,7 @@ type thriftHiveMetastoreProcessorSetUgi struct {
 }
 
 func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err52 error
+	var _write_err55 error
 	args := ThriftHiveMetastoreSetUgiArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3199,21 +3347,21 @@ func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId 
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc53 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing set_ugi: "+err2.Error())
+			_exc56 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing set_ugi: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "set_ugi", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err52 = thrift.WrapTException(err2)
+				_write_err55 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc53.Write(ctx, oprot); _write_err52 == nil && err2 != nil {
-				_write_err52 = thrift.WrapTException(err2)
+			if err2 := _exc56.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
+				_write_err55 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err52 == nil && err2 != nil {
-				_write_err52 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
+				_write_err55 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err52 == nil && err2 != nil {
-				_write_err52 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
+				_write_err55 = thrift.WrapTException(err2)
 			}
-			if _write_err52 != nil {
-				return false, thrift.WrapTException(_write_err52)
+			if _write_err55 != nil {
+				return false, thrift.WrapTException(_write_err55)
 			}
 			return true, err
 		}
@@ -3222,19 +3370,19 @@ func (p *thriftHiveMetastoreProcessorSetUgi) Process(ctx context.Context, seqId 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "set_ugi", thrift.REPLY, seqId); err2 != nil {
-		_write_err52 = thrift.WrapTException(err2)
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err52 == nil && err2 != nil {
-		_write_err52 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err52 == nil && err2 != nil {
-		_write_err52 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err52 == nil && err2 != nil {
-		_write_err52 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
 	}
-	if _write_err52 != nil {
-		return false, thrift.WrapTException(_write_err52)
+	if _write_err55 != nil {
+		return false, thrift.WrapTException(_write_err55)
 	}
 	return true, err
 }
@@ -3244,7 +3392,7 @@ type thriftHiveMetastoreProcessorGetNextNotification struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err54 error
+	var _write_err57 error
 	args := ThriftHiveMetastoreGetNextNotificationArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3290,21 +3438,21 @@ func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Co
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc55 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_next_notification: "+err2.Error())
+		_exc58 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_next_notification: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_next_notification", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err54 = thrift.WrapTException(err2)
+			_write_err57 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc55.Write(ctx, oprot); _write_err54 == nil && err2 != nil {
-			_write_err54 = thrift.WrapTException(err2)
+		if err2 := _exc58.Write(ctx, oprot); _write_err57 == nil && err2 != nil {
+			_write_err57 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err54 == nil && err2 != nil {
-			_write_err54 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err57 == nil && err2 != nil {
+			_write_err57 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err54 == nil && err2 != nil {
-			_write_err54 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err57 == nil && err2 != nil {
+			_write_err57 = thrift.WrapTException(err2)
 		}
-		if _write_err54 != nil {
-			return false, thrift.WrapTException(_write_err54)
+		if _write_err57 != nil {
+			return false, thrift.WrapTException(_write_err57)
 		}
 		return true, err
 	} else {
@@ -3312,19 +3460,19 @@ func (p *thriftHiveMetastoreProcessorGetNextNotification) Process(ctx context.Co
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_next_notification", thrift.REPLY, seqId); err2 != nil {
-		_write_err54 = thrift.WrapTException(err2)
+		_write_err57 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err54 == nil && err2 != nil {
-		_write_err54 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err57 == nil && err2 != nil {
+		_write_err57 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err54 == nil && err2 != nil {
-		_write_err54 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err57 == nil && err2 != nil {
+		_write_err57 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err54 == nil && err2 != nil {
-		_write_err54 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err57 == nil && err2 != nil {
+		_write_err57 = thrift.WrapTException(err2)
 	}
-	if _write_err54 != nil {
-		return false, thrift.WrapTException(_write_err54)
+	if _write_err57 != nil {
+		return false, thrift.WrapTException(_write_err57)
 	}
 	return true, err
 }
@@ -3334,7 +3482,7 @@ type thriftHiveMetastoreProcessorGetCurrentNotificationEventId struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err56 error
+	var _write_err59 error
 	args := ThriftHiveMetastoreGetCurrentNotificationEventIdArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3380,21 +3528,21 @@ func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx 
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc57 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_current_notificationEventId: "+err2.Error())
+		_exc60 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_current_notificationEventId: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_current_notificationEventId", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err56 = thrift.WrapTException(err2)
+			_write_err59 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc57.Write(ctx, oprot); _write_err56 == nil && err2 != nil {
-			_write_err56 = thrift.WrapTException(err2)
+		if err2 := _exc60.Write(ctx, oprot); _write_err59 == nil && err2 != nil {
+			_write_err59 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err56 == nil && err2 != nil {
-			_write_err56 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err59 == nil && err2 != nil {
+			_write_err59 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err56 == nil && err2 != nil {
-			_write_err56 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err59 == nil && err2 != nil {
+			_write_err59 = thrift.WrapTException(err2)
 		}
-		if _write_err56 != nil {
-			return false, thrift.WrapTException(_write_err56)
+		if _write_err59 != nil {
+			return false, thrift.WrapTException(_write_err59)
 		}
 		return true, err
 	} else {
@@ -3402,19 +3550,19 @@ func (p *thriftHiveMetastoreProcessorGetCurrentNotificationEventId) Process(ctx 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_current_notificationEventId", thrift.REPLY, seqId); err2 != nil {
-		_write_err56 = thrift.WrapTException(err2)
+		_write_err59 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err56 == nil && err2 != nil {
-		_write_err56 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err59 == nil && err2 != nil {
+		_write_err59 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err56 == nil && err2 != nil {
-		_write_err56 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err59 == nil && err2 != nil {
+		_write_err59 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err56 == nil && err2 != nil {
-		_write_err56 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err59 == nil && err2 != nil {
+		_write_err59 = thrift.WrapTException(err2)
 	}
-	if _write_err56 != nil {
-		return false, thrift.WrapTException(_write_err56)
+	if _write_err59 != nil {
+		return false, thrift.WrapTException(_write_err59)
 	}
 	return true, err
 }
@@ -3424,7 +3572,7 @@ type thriftHiveMetastoreProcessorGetMetastoreDbUUID struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetMetastoreDbUUID) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err58 error
+	var _write_err61 error
 	args := ThriftHiveMetastoreGetMetastoreDbUUIDArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3474,21 +3622,21 @@ func (p *thriftHiveMetastoreProcessorGetMetastoreDbUUID) Process(ctx context.Con
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc59 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_metastore_db_uuid: "+err2.Error())
+			_exc62 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_metastore_db_uuid: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "get_metastore_db_uuid", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err58 = thrift.WrapTException(err2)
+				_write_err61 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc59.Write(ctx, oprot); _write_err58 == nil && err2 != nil {
-				_write_err58 = thrift.WrapTException(err2)
+			if err2 := _exc62.Write(ctx, oprot); _write_err61 == nil && err2 != nil {
+				_write_err61 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err58 == nil && err2 != nil {
-				_write_err58 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err61 == nil && err2 != nil {
+				_write_err61 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err58 == nil && err2 != nil {
-				_write_err58 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err61 == nil && err2 != nil {
+				_write_err61 = thrift.WrapTException(err2)
 			}
-			if _write_err58 != nil {
-				return false, thrift.WrapTException(_write_err58)
+			if _write_err61 != nil {
+				return false, thrift.WrapTException(_write_err61)
 			}
 			return true, err
 		}
@@ -3497,19 +3645,19 @@ func (p *thriftHiveMetastoreProcessorGetMetastoreDbUUID) Process(ctx context.Con
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_metastore_db_uuid", thrift.REPLY, seqId); err2 != nil {
-		_write_err58 = thrift.WrapTException(err2)
+		_write_err61 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err58 == nil && err2 != nil {
-		_write_err58 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err61 == nil && err2 != nil {
+		_write_err61 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err58 == nil && err2 != nil {
-		_write_err58 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err61 == nil && err2 != nil {
+		_write_err61 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err58 == nil && err2 != nil {
-		_write_err58 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err61 == nil && err2 != nil {
+		_write_err61 = thrift.WrapTException(err2)
 	}
-	if _write_err58 != nil {
-		return false, thrift.WrapTException(_write_err58)
+	if _write_err61 != nil {
+		return false, thrift.WrapTException(_write_err61)
 	}
 	return true, err
 }
@@ -3519,7 +3667,7 @@ type thriftHiveMetastoreProcessorGetNotificationEventsCount struct {
 }
 
 func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err60 error
+	var _write_err63 error
 	args := ThriftHiveMetastoreGetNotificationEventsCountArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3565,21 +3713,21 @@ func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx con
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc61 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_notification_events_count: "+err2.Error())
+		_exc64 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_notification_events_count: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "get_notification_events_count", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err60 = thrift.WrapTException(err2)
+			_write_err63 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc61.Write(ctx, oprot); _write_err60 == nil && err2 != nil {
-			_write_err60 = thrift.WrapTException(err2)
+		if err2 := _exc64.Write(ctx, oprot); _write_err63 == nil && err2 != nil {
+			_write_err63 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err60 == nil && err2 != nil {
-			_write_err60 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err63 == nil && err2 != nil {
+			_write_err63 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err60 == nil && err2 != nil {
-			_write_err60 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err63 == nil && err2 != nil {
+			_write_err63 = thrift.WrapTException(err2)
 		}
-		if _write_err60 != nil {
-			return false, thrift.WrapTException(_write_err60)
+		if _write_err63 != nil {
+			return false, thrift.WrapTException(_write_err63)
 		}
 		return true, err
 	} else {
@@ -3587,19 +3735,114 @@ func (p *thriftHiveMetastoreProcessorGetNotificationEventsCount) Process(ctx con
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "get_notification_events_count", thrift.REPLY, seqId); err2 != nil {
-		_write_err60 = thrift.WrapTException(err2)
+		_write_err63 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err60 == nil && err2 != nil {
-		_write_err60 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err63 == nil && err2 != nil {
+		_write_err63 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err60 == nil && err2 != nil {
-		_write_err60 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err63 == nil && err2 != nil {
+		_write_err63 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err60 == nil && err2 != nil {
-		_write_err60 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err63 == nil && err2 != nil {
+		_write_err63 = thrift.WrapTException(err2)
 	}
-	if _write_err60 != nil {
-		return false, thrift.WrapTException(_write_err60)
+	if _write_err63 != nil {
+		return false, thrift.WrapTException(_write_err63)
+	}
+	return true, err
+}
+
+type thriftHiveMetastoreProcessorGetConfigValue struct {
+	handler ThriftHiveMetastore
+}
+
+func (p *thriftHiveMetastoreProcessorGetConfigValue) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
+	var _write_err65 error
+	args := ThriftHiveMetastoreGetConfigValueArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "get_config_value", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
+
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
+
+	result := ThriftHiveMetastoreGetConfigValueResult{}
+	if retval, err2 := p.handler.GetConfigValue(ctx, args.Name, args.DefaultValue); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		switch v := err2.(type) {
+		case *ConfigValSecurityException:
+			result.O1 = v
+		default:
+			if errors.Is(err2, thrift.ErrAbandonRequest) {
+				return false, thrift.WrapTException(err2)
+			}
+			_exc66 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing get_config_value: "+err2.Error())
+			if err2 := oprot.WriteMessageBegin(ctx, "get_config_value", thrift.EXCEPTION, seqId); err2 != nil {
+				_write_err65 = thrift.WrapTException(err2)
+			}
+			if err2 := _exc66.Write(ctx, oprot); _write_err65 == nil && err2 != nil {
+				_write_err65 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err65 == nil && err2 != nil {
+				_write_err65 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.Flush(ctx); _write_err65 == nil && err2 != nil {
+				_write_err65 = thrift.WrapTException(err2)
+			}
+			if _write_err65 != nil {
+				return false, thrift.WrapTException(_write_err65)
+			}
+			return true, err
+		}
+	} else {
+		result.Success = &retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "get_config_value", thrift.REPLY, seqId); err2 != nil {
+		_write_err65 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err65 == nil && err2 != nil {
+		_write_err65 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err65 == nil && err2 != nil {
+		_write_err65 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err65 == nil && err2 != nil {
+		_write_err65 = thrift.WrapTException(err2)
+	}
+	if _write_err65 != nil {
+		return false, thrift.WrapTException(_write_err65)
 	}
 	return true, err
 }
@@ -3752,13 +3995,13 @@ func (p *ThriftHiveMetastoreGetAllDatabasesResult) ReadField0(ctx context.Contex
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem62 string
+		var _elem67 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem62 = v
+			_elem67 = v
 		}
-		p.Success = append(p.Success, _elem62)
+		p.Success = append(p.Success, _elem67)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -4030,13 +4273,13 @@ func (p *ThriftHiveMetastoreGetAllTablesResult) ReadField0(ctx context.Context, 
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem63 string
+		var _elem68 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem63 = v
+			_elem68 = v
 		}
-		p.Success = append(p.Success, _elem63)
+		p.Success = append(p.Success, _elem68)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -4417,13 +4660,13 @@ func (p *ThriftHiveMetastoreGetPartitionNamesResult) ReadField0(ctx context.Cont
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem64 string
+		var _elem69 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem64 = v
+			_elem69 = v
 		}
-		p.Success = append(p.Success, _elem64)
+		p.Success = append(p.Success, _elem69)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -4616,13 +4859,13 @@ func (p *ThriftHiveMetastoreSetUgiArgs) ReadField2(ctx context.Context, iprot th
 	tSlice := make([]string, 0, size)
 	p.GroupNames = tSlice
 	for i := 0; i < size; i++ {
-		var _elem65 string
+		var _elem70 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem65 = v
+			_elem70 = v
 		}
-		p.GroupNames = append(p.GroupNames, _elem65)
+		p.GroupNames = append(p.GroupNames, _elem70)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -4783,13 +5026,13 @@ func (p *ThriftHiveMetastoreSetUgiResult) ReadField0(ctx context.Context, iprot 
 	tSlice := make([]string, 0, size)
 	p.Success = tSlice
 	for i := 0; i < size; i++ {
-		var _elem66 string
+		var _elem71 string
 		if v, err := iprot.ReadString(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem66 = v
+			_elem71 = v
 		}
-		p.Success = append(p.Success, _elem66)
+		p.Success = append(p.Success, _elem71)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -5681,4 +5924,305 @@ func (p *ThriftHiveMetastoreGetNotificationEventsCountResult) String() string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("ThriftHiveMetastoreGetNotificationEventsCountResult(%+v)", *p)
+}
+
+// Attributes:
+//   - Name
+//   - DefaultValue
+type ThriftHiveMetastoreGetConfigValueArgs struct {
+	Name         string `thrift:"name,1" db:"name" json:"name"`
+	DefaultValue string `thrift:"defaultValue,2" db:"defaultValue" json:"defaultValue"`
+}
+
+func NewThriftHiveMetastoreGetConfigValueArgs() *ThriftHiveMetastoreGetConfigValueArgs {
+	return &ThriftHiveMetastoreGetConfigValueArgs{}
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) GetName() string {
+	return p.Name
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) GetDefaultValue() string {
+	return p.DefaultValue
+}
+func (p *ThriftHiveMetastoreGetConfigValueArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Name = v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.DefaultValue = v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_config_value_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "name", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:name: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Name)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.name (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:name: ", p), err)
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "defaultValue", thrift.STRING, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:defaultValue: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.DefaultValue)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.defaultValue (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:defaultValue: ", p), err)
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetConfigValueArgs(%+v)", *p)
+}
+
+// Attributes:
+//   - Success
+//   - O1
+type ThriftHiveMetastoreGetConfigValueResult struct {
+	Success *string                     `thrift:"success,0" db:"success" json:"success,omitempty"`
+	O1      *ConfigValSecurityException `thrift:"o1,1" db:"o1" json:"o1,omitempty"`
+}
+
+func NewThriftHiveMetastoreGetConfigValueResult() *ThriftHiveMetastoreGetConfigValueResult {
+	return &ThriftHiveMetastoreGetConfigValueResult{}
+}
+
+var ThriftHiveMetastoreGetConfigValueResult_Success_DEFAULT string
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) GetSuccess() string {
+	if !p.IsSetSuccess() {
+		return ThriftHiveMetastoreGetConfigValueResult_Success_DEFAULT
+	}
+	return *p.Success
+}
+
+var ThriftHiveMetastoreGetConfigValueResult_O1_DEFAULT *ConfigValSecurityException
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) GetO1() *ConfigValSecurityException {
+	if !p.IsSetO1() {
+		return ThriftHiveMetastoreGetConfigValueResult_O1_DEFAULT
+	}
+	return p.O1
+}
+func (p *ThriftHiveMetastoreGetConfigValueResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) IsSetO1() bool {
+	return p.O1 != nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 0: ", err)
+	} else {
+		p.Success = &v
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.O1 = &ConfigValSecurityException{}
+	if err := p.O1.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.O1), err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "get_config_value_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRING, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteString(ctx, string(*p.Success)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetO1() {
+		if err := oprot.WriteFieldBegin(ctx, "o1", thrift.STRUCT, 1); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:o1: ", p), err)
+		}
+		if err := p.O1.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.O1), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 1:o1: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ThriftHiveMetastoreGetConfigValueResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ThriftHiveMetastoreGetConfigValueResult(%+v)", *p)
 }

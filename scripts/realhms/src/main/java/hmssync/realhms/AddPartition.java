@@ -5,7 +5,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
 import org.apache.hadoop.hive.metastore.api.Database;
 import org.apache.hadoop.hive.metastore.api.NoSuchObjectException;
 import org.apache.hadoop.hive.metastore.api.Table;
@@ -26,7 +25,7 @@ public final class AddPartition {
     List<String> values = List.of(a.value("values", null).split(","));
     String warehouse = a.value("warehouse", null);
     a.rejectUnknown();
-    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+    try (MetaClient c = Workload.connect(uri)) {
       try {
         c.getDatabase(db);
       } catch (NoSuchObjectException e) {

@@ -12,7 +12,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
 import org.apache.hadoop.hive.metastore.Warehouse;
 import org.apache.hadoop.hive.metastore.api.Database;
 import org.apache.hadoop.hive.metastore.api.FieldSchema;
@@ -85,7 +84,7 @@ public final class Backlog {
     long t0 = System.nanoTime();
     long from;
     List<String[]> all = new ArrayList<>(); // {db, table}
-    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+    try (MetaClient c = Workload.connect(uri)) {
       from = c.getCurrentNotificationEventId().getEventId();
       // Tables per database: the first gets smallShare percent (at least one), the others share
       // the rest evenly.
@@ -125,7 +124,7 @@ public final class Backlog {
     }
     pool.shutdown();
     long lastSay = System.nanoTime();
-    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+    try (MetaClient c = Workload.connect(uri)) {
       while (!pool.awaitTermination(1, TimeUnit.SECONDS)) {
         if (System.nanoTime() - lastSay > 10_000_000_000L) {
           lastSay = System.nanoTime();
@@ -144,7 +143,7 @@ public final class Backlog {
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
 
-    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+    try (MetaClient c = Workload.connect(uri)) {
       long to = c.getCurrentNotificationEventId().getEventId();
       Map<String, Long> byType = new TreeMap<>();
       Map<String, Long> byDb = new TreeMap<>();
@@ -172,7 +171,7 @@ public final class Backlog {
 
   /** One worker: cycles over its tables until the log has grown by the target. */
   private void work(int worker, List<String[]> tables) throws Exception {
-    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+    try (MetaClient c = Workload.connect(uri)) {
       int[] next = new int[tables.size()]; // next partition number per table
       List<List<List<String>>> live = new ArrayList<>(); // each table's partitions, oldest first
       for (int i = 0; i < tables.size(); i++) {
@@ -196,7 +195,7 @@ public final class Backlog {
    * Every 4th round also an ALTER_TABLE; every 10th an add_partitions call with 5 partitions (one
    * event) and a new unpartitioned table (CREATE_TABLE).
    */
-  private void cycle(HiveMetaStoreClient c, String db, String tbl, int worker, int round, int[] next, int ti,
+  private void cycle(MetaClient c, String db, String tbl, int worker, int round, int[] next, int ti,
       List<List<String>> live) throws Exception {
     for (int i = 0; i < ADDS_PER_CYCLE; i++) {
       List<String> v = values(next[ti]++);
@@ -245,7 +244,7 @@ public final class Backlog {
     return List.of(String.format("2026-%02d-%02d", 1 + n / 28 % 12, 1 + n % 28), "r" + n / (28 * 12));
   }
 
-  private void insert(HiveMetaStoreClient c, String db, String tbl, List<String> partVals) throws Exception {
+  private void insert(MetaClient c, String db, String tbl, List<String> partVals) throws Exception {
     String file = warehouse + "/" + db + ".db/" + tbl + "/data-" + System.nanoTime() + ".txt";
     InsertEventRequestData data = new InsertEventRequestData(List.of(file));
     data.setFilesAddedChecksum(List.of("0"));

@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
 import org.apache.hadoop.hive.metastore.IMetaStoreClient;
 import org.apache.hadoop.hive.metastore.api.NotificationEventRequest;
 import org.apache.hadoop.hive.metastore.api.NotificationEventResponse;
@@ -28,7 +27,7 @@ public final class EventDump {
    * 3.1's client has none, so there the call goes over a Thrift connection of its own
    * (get_next_notification, as hmssync calls it), without the client's check.
    */
-  private static List<NotificationEvent> oldest(HiveMetaStoreClient c, String uri) throws Exception {
+  private static List<NotificationEvent> oldest(MetaClient c, String uri) throws Exception {
     NotificationEventRequest rq = new NotificationEventRequest(0);
     rq.setMaxEvents(1);
     try {
@@ -37,7 +36,8 @@ public final class EventDump {
       return ((NotificationEventResponse) m.invoke(c, rq, true, null)).getEvents();
     } catch (NoSuchMethodException e) {
       java.net.URI u = java.net.URI.create(uri);
-      org.apache.thrift.transport.TSocket sock = new org.apache.thrift.transport.TSocket(u.getHost(), u.getPort(), 60_000);
+      org.apache.thrift.transport.TSocket sock = new org.apache.thrift.transport.TSocket(u.getHost(), u.getPort());
+      sock.setTimeout(60_000);
       try {
         sock.open();
         ThriftHiveMetastore.Client raw = new ThriftHiveMetastore.Client(new org.apache.thrift.protocol.TBinaryProtocol(sock));
@@ -57,7 +57,7 @@ public final class EventDump {
 
     ObjectMapper json = new ObjectMapper();
     PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-    try (HiveMetaStoreClient c = Workload.connect(uri)) {
+    try (MetaClient c = Workload.connect(uri)) {
       long current = c.getCurrentNotificationEventId().getEventId();
       if (idsOnly) {
         List<NotificationEvent> first = oldest(c, uri);
@@ -86,8 +86,8 @@ public final class EventDump {
           if (e.isSetMessageFormat()) {
             m.put("messageFormat", e.getMessageFormat());
           }
-          if (e.isSetCatName()) {
-            m.put("catName", e.getCatName());
+          if (Compat.catName(e) != null) {
+            m.put("catName", Compat.catName(e));
           }
           out.println(json.writeValueAsString(m));
           after = e.getEventId();

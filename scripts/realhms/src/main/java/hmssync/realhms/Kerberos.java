@@ -56,8 +56,8 @@ final class Kerberos {
     }
     // Delegation tokens in memory: the suite runs no ZooKeeper and the DB store needs tables
     // DataNucleus creates only for it.
-    conf.set("hive.cluster.delegation.token.store.class", "org.apache.hadoop.hive.metastore.security.MemoryTokenStore");
-    conf.set("metastore.cluster.delegation.token.store.class", "org.apache.hadoop.hive.metastore.security.MemoryTokenStore");
+    conf.set("hive.cluster.delegation.token.store.class", Compat.MEMORY_TOKEN_STORE);
+    conf.set("metastore.cluster.delegation.token.store.class", Compat.MEMORY_TOKEN_STORE);
     login(conf);
   }
 

@@ -15,11 +15,6 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.hive.metastore.HiveMetaStore;
-import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
-import org.apache.hadoop.hive.metastore.conf.MetastoreConf;
-import org.apache.hadoop.hive.metastore.security.HadoopThriftAuthBridge;
-import org.apache.hadoop.hive.metastore.utils.MetastoreVersionInfo;
 
 /**
  * Starts a real Apache Hive Metastore on 127.0.0.1 with embedded Derby in a directory of its
@@ -57,6 +52,9 @@ public final class Launcher {
     // tables of its model classes; the transaction tables (TXNS, TXN_TO_WRITE_ID, NEXT_WRITE_ID, ...)
     // that open_txns and allocate_table_write_ids need come only from that script.
     String schemaScript = a.value("schema-script", "");
+    // --settings "name=value;name=value": hive-site settings applied over the launcher's own, for
+    // a metastore set up wrongly on purpose (the suite's check of hmssync check's findings).
+    Map<String, String> overrides = parseSettings(a.value("settings", ""));
     a.rejectUnknown();
 
     String factory = messageFactory(format);
@@ -79,7 +77,7 @@ public final class Launcher {
       System.out.println("REALHMS SCHEMA " + schemaScript + " statements=" + n);
     }
 
-    Configuration conf = MetastoreConf.newMetastoreConf();
+    Configuration conf = Compat.newConf();
     Map<String, String> settings = new LinkedHashMap<>();
     // Storage: embedded Derby, schema created by DataNucleus on first start. The schema scripts
     // that schematool runs are not published to Maven Central, only in the binary tarball.
@@ -104,7 +102,7 @@ public final class Launcher {
     settings.put("hive.metastore.event.message.factory", factory);
     // Retention, short for the cleanup test.
     settings.put("hive.metastore.event.db.listener.timetolive", ttl + "s");
-    if (hasCleanIntervalSetting()) {
+    if (Compat.hasCleanIntervalSetting()) {
       settings.put("hive.metastore.event.db.listener.clean.interval", cleanInterval + "s");
       settings.put("hive.metastore.event.db.listener.clean.startup.wait.interval", "0s");
     }
@@ -123,6 +121,7 @@ public final class Launcher {
     settings.put("hive.metastore.housekeeping.threads.on", "false");
     settings.put("hive.compactor.initiator.on", "false");
     settings.put("metastore.task.threads.always", "org.apache.hadoop.hive.metastore.events.EventCleanerTask");
+    settings.putAll(overrides);
     for (Map.Entry<String, String> e : settings.entrySet()) {
       conf.set(e.getKey(), e.getValue());
     }
@@ -136,7 +135,7 @@ public final class Launcher {
     final int p = port;
     Thread server = new Thread(() -> {
       try {
-        HiveMetaStore.startMetaStore(p, HadoopThriftAuthBridge.getBridge(), conf);
+        Compat.startMetaStore(p, conf);
       } catch (Throwable t) {
         System.out.println("REALHMS FAILED " + t);
         t.printStackTrace();
@@ -152,12 +151,28 @@ public final class Launcher {
     awaitReady(uri, readyTimeout);
     seedNotificationSequence(derbyUrl);
     long current = awaitReady(uri, readyTimeout);
-    System.out.println("REALHMS READY uri=" + uri + " hive=" + MetastoreVersionInfo.getVersion()
+    System.out.println("REALHMS READY uri=" + uri + " hive=" + Compat.version()
         + " format=" + format + " listener=" + listener + " current_event_id=" + current
         + " ttl_seconds=" + ttl + " clean_interval_seconds=" + cleanInterval
-        + " kerberos=" + (Kerberos.on() ? Kerberos.principal() : "off"));
+        + " kerberos=" + (Kerberos.on() ? Kerberos.principal() : "off") + " overrides=" + overrides.size());
     System.out.flush();
     server.join();
+  }
+
+  /** Parses --settings: name=value pairs separated by ';' (a value may be empty). */
+  static Map<String, String> parseSettings(String spec) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (String pair : spec.split(";")) {
+      if (pair.isBlank()) {
+        continue;
+      }
+      int eq = pair.indexOf('=');
+      if (eq <= 0) {
+        throw new IllegalArgumentException("--settings " + spec + ": want name=value pairs separated by ';'");
+      }
+      out.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
+    }
+    return out;
   }
 
   /**
@@ -175,22 +190,9 @@ public final class Launcher {
       if (format.equals("json")) {
         return "org.apache.hadoop.hive.metastore.messaging.json.JSONMessageFactory";
       }
-      throw new IllegalArgumentException("--format " + format + ": Hive " + MetastoreVersionInfo.getVersion()
+      throw new IllegalArgumentException("--format " + format + ": Hive " + Compat.version()
           + " has no message encoders (they came with Hive 4), so it writes json-0.2 only");
     }
-  }
-
-  /**
-   * Whether this metastore has the cleaner-interval setting (hive.metastore.event.db.listener.
-   * clean.interval, MetastoreConf EVENT_DB_LISTENER_CLEAN_INTERVAL). Hive 3.1.3 has only the TTL.
-   */
-  static boolean hasCleanIntervalSetting() {
-    for (MetastoreConf.ConfVars v : MetastoreConf.ConfVars.values()) {
-      if (v.name().equals("EVENT_DB_LISTENER_CLEAN_INTERVAL")) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /**
@@ -202,7 +204,7 @@ public final class Launcher {
    * there is refused rather than silently ignored.
    */
   static long cleanIntervalSeconds(String listener, String requested) {
-    if (hasCleanIntervalSetting()) {
+    if (Compat.hasCleanIntervalSetting()) {
       return requested.isEmpty() ? 7200 : Long.parseLong(requested);
     }
     long fixed;
@@ -211,11 +213,11 @@ public final class Launcher {
       f.setAccessible(true);
       fixed = f.getLong(null) / 1000;
     } catch (ReflectiveOperationException | RuntimeException e) {
-      throw new IllegalStateException("Hive " + MetastoreVersionInfo.getVersion() + " has no cleaner-interval setting"
+      throw new IllegalStateException("Hive " + Compat.version() + " has no cleaner-interval setting"
           + " and the cleaner interval of " + listener + " could not be read (" + e + ")", e);
     }
     if (!requested.isEmpty() && Long.parseLong(requested) != fixed) {
-      throw new IllegalArgumentException("--clean-interval-seconds " + requested + ": Hive " + MetastoreVersionInfo.getVersion()
+      throw new IllegalArgumentException("--clean-interval-seconds " + requested + ": Hive " + Compat.version()
           + " has no cleaner-interval setting; " + listener + " cleans every " + fixed + " s (a constant in the listener)");
     }
     return fixed;
@@ -257,7 +259,7 @@ public final class Launcher {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
     Exception last = null;
     while (System.nanoTime() < deadline) {
-      try (HiveMetaStoreClient c = Workload.connect(uri)) {
+      try (MetaClient c = Workload.connect(uri)) {
         return c.getCurrentNotificationEventId().getEventId();
       } catch (Exception e) {
         last = e;

@@ -10,7 +10,6 @@ import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.hadoop.hive.metastore.HiveMetaStoreClient;
 
 /**
  * Probes for the sidecar checks of run-e2e.sh (sidecar-checks.sh), over HTTP:
@@ -77,7 +76,7 @@ public final class SidecarProbe {
     String last = "";
     while (true) {
       JsonNode truth;
-      try (HiveMetaStoreClient c = Workload.connect(hms)) {
+      try (MetaClient c = Workload.connect(hms)) {
         Map<String, Map<String, List<String>>> s = Workload.Snapshot.take(c);
         truth = JSON.valueToTree(s);
       }
