@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hmssync/hmssync/applier"
 	"github.com/hmssync/hmssync/cursorstore"
 )
 
@@ -41,9 +42,16 @@ func (l *catalogLoop) startFromSeed(ctx context.Context, own cursorstore.Cursor)
 		// seed no longer says anything about this FE.
 		return false, nil
 	}
-	l.cursor.seeded(sd.Value, sd.Epoch)
+	start := sd.Value
+	if l.scope == applier.ScopeCluster && m.Value > start {
+		// The master's applies since the seed reached this FE through the
+		// FE's own replication: a member joining later starts where the
+		// master is, not at a seed weeks old.
+		start = m.Value
+	}
+	l.cursor.seeded(start, sd.Epoch)
 	l.log.Info("starting from the seeded cursor (hmssync cursor seed): no full refresh; the events after it are applied",
-		zap.Int64("cursor", sd.Value), zap.Int64("epoch", sd.Epoch), zap.String("seeded_from", sd.From),
+		zap.Int64("cursor", start), zap.Int64("seed", sd.Value), zap.Int64("epoch", sd.Epoch), zap.String("seeded_from", sd.From),
 		zap.Int64("master_cursor", m.Value), zap.Bool("had_durable_cursor", own.Exists))
 	return true, nil
 }

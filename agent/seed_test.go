@@ -182,3 +182,21 @@ func TestSeedIsTakenOnlyByMembersOutsideItsLineage(t *testing.T) {
 		}
 	})
 }
+
+// Cluster scope: a member that joins a seeded catalog after the master moved
+// on, and becomes master before its first follower step, starts where the
+// master is (its FE got the master's applies through the FE's replication),
+// not at the seed, whose events it would send again.
+func TestLateClusterMemberStartsAtTheMasterNotTheSeed(t *testing.T) {
+	log := &memLog{uuid: "db-1"}
+	log.add("ALTER_TABLE", 10)
+	store := newMemStore()
+	store.seedAt(4, "db-1")
+	store.commitAs(9, 0)
+	r := newRig(t, log, store, rigOpts{scope: applier.ScopeCluster, member: "m1"})
+	r.becomeMaster()
+	r.run(10)
+	if got := r.fe.appliedIDs(); r.fe.refreshes() != 0 || !slices.Equal(got, idsFrom(10, 10)) {
+		t.Fatalf("refreshes %d, events %v; want 0 and only 10 (after the master's 9)", r.fe.refreshes(), got)
+	}
+}

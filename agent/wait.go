@@ -425,10 +425,12 @@ func (l *catalogLoop) narrowTarget(ctx context.Context, p waitParams, t waitTarg
 	return newest
 }
 
-// concernsWait says whether ev may change p's database (table).
+// concernsWait says whether ev may change p's database (table). A COMMIT_TXN
+// names no database (Hive 4 leaves its header empty, Hive 3.1 writes "null")
+// yet refreshes the tables its transaction wrote, so it counts wherever it is.
 func concernsWait(ev message.Event, p waitParams) bool {
 	switch ev.Type {
-	case message.EventAlterTable, message.EventAlterDatabase, message.EventCreateDatabase:
+	case message.EventAlterTable, message.EventAlterDatabase, message.EventCreateDatabase, message.EventCommitTxn:
 		return true
 	}
 	if !strings.EqualFold(ev.DB, p.db) {

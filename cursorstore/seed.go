@@ -150,6 +150,8 @@ func (s *Store) SeedMaster(ctx context.Context, catalog string, r SeedRequest) (
 			clientv3.OpPut(s.keys.masterCursor(catalog), formatCursor(r.Value)),
 			clientv3.OpPut(s.keys.masterEpoch(catalog), formatCursor(epoch)),
 			clientv3.OpPut(s.keys.masterSeed(catalog), string(val)),
+			// The open transactions of the cursor replaced are not those of the seed.
+			clientv3.OpDelete(s.keys.masterTxns(catalog)),
 		}
 		if r.Metastore != "" {
 			ops = append(ops, clientv3.OpPut(s.keys.masterMetastore(catalog), r.Metastore))

@@ -68,13 +68,20 @@ func TestSeedMasterWritesTheFirstLineageAndRefusesOnceSidecarsRan(t *testing.T) 
 		t.Fatal("a refused seed wrote the cursor")
 	}
 
-	// Forced: a new epoch, the uuid replaced by what the seeder read (none).
+	// Forced: a new epoch, the uuid replaced by what the seeder read (none),
+	// the replaced cursor's open transactions gone.
+	if _, err := srv.Client.Put(ctx, dir+"txns", `{"complete_from":3}`); err != nil {
+		t.Fatal(err)
+	}
 	old, sd, err = s.SeedMaster(ctx, "hive", cursorstore.SeedRequest{Value: 50, Force: true})
 	if err != nil || old.Value != 41 || sd.Epoch != 1 {
 		t.Fatalf("forced seed: replaced %+v, wrote %+v, %v; want 41 replaced by a seed of epoch 1", old, sd, err)
 	}
 	if _, _, ok := raw(t, srv.Client, dir+"metastore"); ok {
 		t.Error("a seed made without a metastore identity kept the old one")
+	}
+	if v, _, ok := raw(t, srv.Client, dir+"txns"); ok {
+		t.Errorf("a forced seed kept the replaced cursor's open transactions %s", v)
 	}
 
 	// A seed key put by hand that is not a seed: read as unreadable, the

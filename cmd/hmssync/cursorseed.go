@@ -16,6 +16,7 @@ import (
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/message"
 	"github.com/hmssync/hmssync/internal/config"
+	"github.com/hmssync/hmssync/internal/eventlines"
 	"github.com/hmssync/hmssync/internal/sidecar"
 )
 
@@ -180,7 +181,7 @@ func (ch seedChoice) print(w io.Writer, catalog string) {
 	fmt.Fprintf(w, "catalog %s: cursor %d (%s)\n", catalog, ch.cursor, ch.from)
 	if e := ch.first; e != nil {
 		fmt.Fprintf(w, "  first event applied: id %d at %s, %s %s\n", e.ID,
-			time.Unix(int64(e.Time), 0).UTC().Format(time.RFC3339), e.Type, objectOf(*e))
+			time.Unix(int64(e.Time), 0).UTC().Format(time.RFC3339), eventlines.Printable(e.Type), eventlines.Printable(objectOf(*e)))
 	} else {
 		fmt.Fprintln(w, "  first event applied: the next one the metastore writes")
 	}

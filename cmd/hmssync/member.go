@@ -20,7 +20,7 @@ func memberCommand() *cli.Command {
 				Usage: "delete a decommissioned member's keys (durable cursors, epochs, status, holder); refused while it is alive",
 				Description: "Deletes every key under <prefix>/<cluster>/members/NAME/ in one etcd transaction and prints them. " +
 					"Refused (exit 1) while the member is alive: its holder or status key exists (both are bound to its lease) " +
-					"or it campaigns in the election. A forgotten member that starts again full-refreshes its FE, as a new one does.",
+					"or it campaigns in the election. A forgotten member that starts again starts as a new one does: a full refresh of its FE, or from the catalog's seed (hmssync cursor seed).",
 				ArgsUsage: "NAME",
 				Flags:     etcdFlags(),
 				Action:    memberForget,

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hmssync/hmssync/hms"
@@ -210,7 +211,11 @@ func rawFetchRate(ctx context.Context, tmpl *benchTemplate, batch int) (float64,
 // the seconds since the call.
 func progressLine(w io.Writer, prefix string) func(format string, args ...any) {
 	start := time.Now()
+	var mu sync.Mutex // the soak's faults and its sampling both report
 	return func(format string, args ...any) {
-		fmt.Fprintf(w, "%s %6.1fs  %s\n", prefix, time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		line := fmt.Sprintf("%s %6.1fs  %s\n", prefix, time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		mu.Lock()
+		defer mu.Unlock()
+		io.WriteString(w, line)
 	}
 }

@@ -198,7 +198,7 @@ func (c *Config) validateCatalog(p *problems, i int, checkKerberos func(Kerberos
 	}
 	for j, t := range cat.SkipEventTypes {
 		if !eventTypeRe.MatchString(t) {
-			p.bad(fmt.Sprintf("catalogs[%d].skip_event_types[%d]", i, j), t, "want an HMS event type such as OPEN_TXN or ALLOC_WRITE_ID_EVENT (upper case)")
+			p.bad(fmt.Sprintf("catalogs[%d].skip_event_types[%d]", i, j), t, "want an HMS event type such as CREATE_FUNCTION or UPDATE_TBL_COL_STAT_EVENT (upper case)")
 		}
 	}
 	for j, pat := range cat.Include {

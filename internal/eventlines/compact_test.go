@@ -26,6 +26,10 @@ func TestWriteCompact(t *testing.T) {
 			"48213 2024-12-04T21:14:31Z ADD_PARTITION sales.orders 1.2KiB\n"},
 		{message.Event{ID: 7, Time: 0, Type: "CREATE_DATABASE", DB: "sales", Message: "{}"}, "7 1970-01-01T00:00:00Z CREATE_DATABASE sales 2B\n"},
 		{message.Event{ID: 8, Time: 60, Type: "OPEN_TXN", Message: strings.Repeat("x", 3<<20)}, "8 1970-01-01T00:01:00Z OPEN_TXN - 3.0MiB\n"},
+		// Names from a hostile metastore cannot end the line or reach the terminal.
+		{message.Event{ID: 9, Time: 0, Type: "ALTER_TABLE\x1b[2J", DB: "db", Table: "t\n10 1970-01-01T00:00:00Z DROP_TABLE db.t", Message: "{}"},
+			"9 1970-01-01T00:00:00Z \"ALTER_TABLE\\x1b[2J\" \"db.t\\n10 1970-01-01T00:00:00Z DROP_TABLE db.t\" 2B\n"},
+		{message.Event{ID: 10, Time: 0, Type: "OPEN_TXN", DB: "null", Table: " ", Message: "{}"}, "10 1970-01-01T00:00:00Z OPEN_TXN \"null. \" 2B\n"},
 	} {
 		var b bytes.Buffer
 		if err := WriteCompact(&b, c.ev); err != nil || b.String() != c.want {

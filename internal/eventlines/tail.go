@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
+	"unicode"
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/message"
@@ -122,8 +124,20 @@ func WriteCompact(w io.Writer, ev message.Event) error {
 	case ev.DB != "":
 		obj = ev.DB
 	}
-	_, err := fmt.Fprintf(w, "%d %s %s %s %s\n", ev.ID, time.Unix(int64(ev.Time), 0).UTC().Format(time.RFC3339), ev.Type, obj, size(len(ev.Message)))
+	_, err := fmt.Fprintf(w, "%d %s %s %s %s\n", ev.ID, time.Unix(int64(ev.Time), 0).UTC().Format(time.RFC3339), Printable(ev.Type), Printable(obj), size(len(ev.Message)))
 	return err
+}
+
+// Printable is s as a terminal may show it: s itself when every rune is
+// printable and no space, else quoted (Go syntax), so that a name the
+// metastore sent cannot end the line, fake another or drive the terminal.
+func Printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || r == ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // size is a byte count as B, KiB or MiB with one decimal.
