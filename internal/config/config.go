@@ -82,6 +82,10 @@ type Catalog struct {
 	// FilterPushdown (default true): when include names its databases
 	// literally, the master asks the metastore for their events only.
 	FilterPushdown bool `yaml:"filter_pushdown"`
+	// TxnTimeout is how long an open transaction that wrote a table is
+	// remembered after its first write (the metastore's hive.txn.timeout,
+	// which `hmssync check` reports, or longer for writers that run longer).
+	TxnTimeout time.Duration `yaml:"txn_timeout"`
 }
 
 // HTTP is the status, metrics and admin listener (http).
@@ -170,6 +174,7 @@ func CatalogDefaults(name string) Catalog {
 		// Push-down reads the same changes as the whole log (agent/pushdown.go).
 		FilterPushdown: true,
 		HMSAuth:        HMSAuth{Mechanism: "none"},
+		TxnTimeout:     300 * time.Second, // Hive's default hive.txn.timeout
 	}
 }
 

@@ -133,6 +133,7 @@ catalogs:
 		{"catalog busy_poll_interval (default)", cfg.Catalogs[0].BusyPoll, 25 * time.Millisecond},
 		{"retry.max (env)", cfg.Retry.Max, 5 * time.Second},
 		{"catalog poll_interval (file)", cfg.Catalogs[0].PollInterval, 250 * time.Millisecond},
+		{"catalog txn_timeout (default)", cfg.Catalogs[0].TxnTimeout, 300 * time.Second},
 		{"catalog batch_size (default)", cfg.Catalogs[0].BatchSize, 1000},
 		{"catalog hms_catalog (default)", cfg.Catalogs[0].HMSCatalog, "hive"},
 		{"fe password (env)", sec.FEPassword, "s3cret"},
@@ -188,6 +189,7 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		// An explicit 0 is the operator's value, not "use the default".
 		{"batch size zero", "catalogs: [{name: a, batch_size: 0}]", nil, []string{"catalogs[0].batch_size", "= 0", "1 to 100000"}},
 		{"poll interval zero", "catalogs: [{name: a, poll_interval: 0s}]", nil, []string{"catalogs[0].poll_interval", "0s", "10ms to 1h"}},
+		{"txn timeout zero", "catalogs: [{name: a, txn_timeout: 0s}]", nil, []string{"catalogs[0].txn_timeout", "0s", "1s to 168h"}},
 		{"hms timeout zero", "catalogs: [{name: a, hms_timeout: 0}]", nil, []string{"catalogs[0].hms_timeout", "0s", "1ms to 10m"}},
 		{"hms uris empty", "catalogs: [{name: a, hms_uris: []}]", nil, []string{"catalogs[0].hms_uris", "at least one"}},
 		{"catalog defaults kept", "catalogs: [{name: a}, {name: b, batch_size: 5}]", nil, []string{}}, // valid

@@ -190,6 +190,9 @@ func (c *Config) validateCatalog(p *problems, i int, checkKerberos func(Kerberos
 	if cat.BatchSize < 1 || cat.BatchSize > 100000 {
 		p.bad(k("batch_size"), cat.BatchSize, "want 1 to 100000 events")
 	}
+	if cat.TxnTimeout < time.Second || cat.TxnTimeout > 7*24*time.Hour {
+		p.bad(k("txn_timeout"), cat.TxnTimeout, "want a duration from 1s to 168h (the metastore's hive.txn.timeout, 300s by default)")
+	}
 	if cat.PollInterval < 10*time.Millisecond || cat.PollInterval > time.Hour {
 		p.bad(k("poll_interval"), cat.PollInterval, "want a duration from 10ms to 1h")
 	}

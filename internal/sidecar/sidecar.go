@@ -118,7 +118,7 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		cat := agent.Catalog{
 			Name: cc.Name, Source: hc, Decoder: message.NewDecoder(cc.HMSCatalog),
 			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
-			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown,
+			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown, TxnTimeout: cc.TxnTimeout,
 		}
 		for _, p := range cc.Include {
 			re, _ := config.CompileFull(p) // validated
