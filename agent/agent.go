@@ -29,6 +29,7 @@ type Agent struct {
 	pause      *pauseWatch
 	loops      []*catalogLoop
 	waits      *waitLimits
+	warnings   catalogWarnings
 	running    atomic.Bool
 }
 

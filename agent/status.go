@@ -62,10 +62,13 @@ type CatalogStatus struct {
 	// failing (since MetastoreFailingSince); absent once one succeeds.
 	MetastoreError        string     `json:"metastore_error,omitempty"`
 	MetastoreFailingSince *time.Time `json:"metastore_failing_since,omitempty"`
-	LagEvents             int64      `json:"lag_events"`
-	LagSeconds            float64    `json:"lag_seconds"`
-	FullRefreshes         int        `json:"full_refreshes"`
-	SelfHeals             int        `json:"self_heals"`
+	// Warning is a finding about the catalog from outside the sync loop,
+	// such as Doris's own event sync still on for it (SetCatalogWarning).
+	Warning       string  `json:"warning,omitempty"`
+	LagEvents     int64   `json:"lag_events"`
+	LagSeconds    float64 `json:"lag_seconds"`
+	FullRefreshes int     `json:"full_refreshes"`
+	SelfHeals     int     `json:"self_heals"`
 	// LastHeals are the catalog's last self-heals, oldest first (at most ten).
 	LastHeals []HealStatus `json:"last_heals,omitempty"`
 	// HealLoops are the objects healed more than self_heal.max_per_hour times
@@ -176,6 +179,7 @@ func (a *Agent) Status() Status {
 			t := st.hmsFailingSince
 			cs.MetastoreError, cs.MetastoreFailingSince = st.hmsErr, &t
 		}
+		cs.Warning = a.warnings.of(l.cat.Name)
 		s.Catalogs = append(s.Catalogs, cs)
 	}
 	s.NotReady = a.notReady()

@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 	defer hold.Release()
 	warnCtx, stopWarn := context.WithCancel(ctx)
 	warned := make(chan struct{})
-	go func() { defer close(warned); warnDoubleSync(warnCtx, cfg, sec, log) }()
+	go func() { defer close(warned); warnDoubleSync(warnCtx, cfg, sec, log, sc.Agent.SetCatalogWarning) }()
 	defer func() { stopWarn(); <-warned }()
 
 	// The metastores' event settings, logged as warnings where wrong, beside
