@@ -201,6 +201,10 @@ func (s *Store) ranBefore(catalog string, old Cursor, mem []*mvccpb.KeyValue) st
 		switch {
 		case kind == kindStatus:
 			why = append(why, fmt.Sprintf("member %s is running (%s)", member, kv.Key))
+		case kind == kindOther && strings.HasSuffix(string(kv.Key), "/holder"):
+			// A sidecar that holds its member name but has not published
+			// its status yet (waiting for its FE, say) is running too.
+			why = append(why, fmt.Sprintf("a sidecar is running (%s)", kv.Key))
 		case (kind == kindMemberCursor || kind == kindMemberEpoch) && c == catalog:
 			why = append(why, fmt.Sprintf("member %s has a durable cursor (%s)", member, kv.Key))
 		}

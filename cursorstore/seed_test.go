@@ -64,6 +64,16 @@ func TestSeedMasterWritesTheFirstLineageAndRefusesOnceSidecarsRan(t *testing.T) 
 		!strings.Contains(err.Error(), "member fe-1 is running") {
 		t.Fatalf("seed while a member runs: %v; want ErrSidecarsRan naming it", err)
 	}
+	if _, err := srv.Client.Delete(ctx, s.StatusKey("fe-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client.Put(ctx, s.Root()+"/members/fe-2/holder", `{"addr":"10.0.0.2:9108"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err = s.SeedMaster(ctx, "third", cursorstore.SeedRequest{Value: 3}); !errors.Is(err, cursorstore.ErrSidecarsRan) ||
+		!strings.Contains(err.Error(), "members/fe-2/holder") {
+		t.Fatalf("seed while a sidecar holds its member name, before its status: %v; want ErrSidecarsRan naming the holder", err)
+	}
 	if _, _, ok := raw(t, srv.Client, s.Root()+"/catalogs/third/cursor"); ok {
 		t.Fatal("a refused seed wrote the cursor")
 	}
