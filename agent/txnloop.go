@@ -56,6 +56,7 @@ func (l *catalogLoop) takeTxns(raw string, asOf int64, whose string) {
 			zap.String("whose", whose), zap.Int64("cursor", asOf), zap.Error(err))
 	}
 	l.txns = s
+	l.lookbackDue = s.knownFrom == -1
 	l.rec.txnsOpen(s.size())
 }
 
@@ -64,6 +65,9 @@ func (l *catalogLoop) takeTxns(raw string, asOf int64, whose string) {
 func (l *catalogLoop) txnsToWrite(value int64, written string) string {
 	if value < 0 {
 		return ""
+	}
+	if l.txns.asOf != value {
+		l.lookbackDue = true // not as of the cursor: rebuilt before the next batch
 	}
 	l.txns.moveTo(value)
 	s := string(l.txns.marshal())
