@@ -82,6 +82,10 @@ type Catalog struct {
 	// FilterPushdown (default true): when include names its databases
 	// literally, the master asks the metastore for their events only.
 	FilterPushdown bool `yaml:"filter_pushdown"`
+	// TxnLookbackEvents is how many events before its cursor a member reads
+	// to rebuild an open-transaction state that knows nothing as of it
+	// (agent/lookback.go); 0: none.
+	TxnLookbackEvents int `yaml:"txn_lookback_events"`
 }
 
 // HTTP is the status, metrics and admin listener (http).
@@ -168,8 +172,9 @@ func CatalogDefaults(name string) Catalog {
 		PollInterval: time.Second,
 		BusyPoll:     busyPollUnset,
 		// Push-down reads the same changes as the whole log (agent/pushdown.go).
-		FilterPushdown: true,
-		HMSAuth:        HMSAuth{Mechanism: "none"},
+		FilterPushdown:    true,
+		HMSAuth:           HMSAuth{Mechanism: "none"},
+		TxnLookbackEvents: 100000,
 	}
 }
 

@@ -114,7 +114,10 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		cat := agent.Catalog{
 			Name: cc.Name, Source: hc, Decoder: message.NewDecoder(cc.HMSCatalog),
 			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
-			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown,
+			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown, TxnLookback: cc.TxnLookbackEvents,
+		}
+		if cc.TxnLookbackEvents == 0 {
+			cat.TxnLookback = -1 // the key's 0 is "none"; the agent's zero is its default
 		}
 		for _, p := range cc.Include {
 			re, _ := config.CompileFull(p) // validated
