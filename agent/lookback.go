@@ -66,6 +66,7 @@ func (l *catalogLoop) lookBackIfDue(ctx context.Context) {
 			return // the step ends with it; the next one looks back
 		}
 		l.lookbackDue = false
+		l.txns.moveTo(x) // knows nothing as of the cursor: not read again for this one
 		l.log.Warn("could not rebuild the open-transaction state from the log before the cursor; going on with one that knows no transaction (their commits refresh the catalog)",
 			zap.Int64("cursor", x), zap.Int64("window_from", max(0, x-w)), zap.Error(err))
 		return
@@ -120,8 +121,8 @@ func (l *catalogLoop) fetchWindow(ctx context.Context, after int64, max int) (hm
 	defer cancel()
 	f, err := l.cat.Source.NextEvents(ctx, after, max, nil)
 	l.progressed()
+	l.rec.metastoreRead(err)
 	if err != nil {
-		l.rec.metastoreRead(err)
 		return f, fmt.Errorf("fetch up to %d events after %d from the metastore: %w", max, after, err)
 	}
 	return f, nil
