@@ -49,6 +49,9 @@ type catalogLoop struct {
 	// cursor ("" none).
 	txns       txnState
 	memberTxns string
+	// lookbackDue: the state knows nothing as of the cursor, and is to be
+	// rebuilt from the log before it ahead of the next batch (lookback.go).
+	lookbackDue bool
 	// heal holds the heals by object in progress and of the last hour.
 	heal *healer
 	// poll spaces the master's polls of an idle log.

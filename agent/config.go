@@ -91,6 +91,10 @@ type Catalog struct {
 	// whose first write is older are dropped from the open-transaction
 	// state (txnstate.go; zero: DefaultTxnTimeout, Hive's default).
 	TxnTimeout time.Duration
+	// TxnLookback is how many events before its cursor a member reads to
+	// rebuild an open-transaction state that knows nothing as of the
+	// cursor (lookback.go): zero DefaultTxnLookback, negative none.
+	TxnLookback int
 }
 
 // Retry is the waiting policy after failures.

@@ -517,6 +517,8 @@ type rigOpts struct {
 	// Catalog.TxnTimeout.
 	include    []string
 	txnTimeout time.Duration
+	// txnLookback is Catalog.TxnLookback.
+	txnLookback int
 }
 
 func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
@@ -543,7 +545,7 @@ func newRig(t *testing.T, log *memLog, store *memStore, o rigOpts) *rig {
 	a, err := New(Config{
 		Cluster: "c", Member: o.member, Applier: app, Scope: o.scope, Elector: el, Store: store,
 		Catalogs: []Catalog{{Name: "hive", Source: log, Decoder: dec, BatchSize: o.batch,
-			PollInterval: time.Second, SkipEventTypes: o.skip, Include: anchored(o.include...), TxnTimeout: o.txnTimeout}},
+			PollInterval: time.Second, SkipEventTypes: o.skip, Include: anchored(o.include...), TxnTimeout: o.txnTimeout, TxnLookback: o.txnLookback}},
 		SelfHealMaxPerHour: o.healsPerHour,
 		Logger:             zaptest.NewLogger(t),
 	})

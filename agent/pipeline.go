@@ -277,6 +277,7 @@ func (l *catalogLoop) applyDecoded(ctx context.Context, d *decoded, to int64) er
 	for _, p := range d.poisoned {
 		l.rec.poisoned(p.typ)
 	}
+	l.lookBackIfDue(ctx)
 	tp := l.txns.plan(l.cursor.Value(), d.txns, l.keep)
 	if len(tp.unknown) > 0 {
 		return l.refreshForUnknownCommits(ctx, d, tp, to)

@@ -17,8 +17,9 @@ import (
 // member's cursor, of a member that read the log from its first transaction
 // on and holds no open transaction that wrote a table: for a cursor seeded by
 // hand (the benchmarks' drains) over a log whose transactions before the
-// cursor wrote nothing still open. Without a state, a seeded member takes
-// every commit of a transaction opened before its cursor for an unknown
+// cursor wrote nothing still open. Without a state, a seeded member reads the
+// log's window before its cursor first (the look-back, lookback.go), and
+// takes the commit of a transaction opened before that window for an unknown
 // commit (a full refresh).
 func TrackedTxnState() string {
 	s := newTxnState(defaultTxnLimits(0))
@@ -56,6 +57,7 @@ func (l *catalogLoop) takeTxns(raw string, asOf int64, whose string) {
 			zap.String("whose", whose), zap.Int64("cursor", asOf), zap.Error(err))
 	}
 	l.txns = s
+	l.lookbackDue = s.knownFrom == -1
 	l.rec.txnsOpen(s.size())
 }
 
@@ -64,6 +66,9 @@ func (l *catalogLoop) takeTxns(raw string, asOf int64, whose string) {
 func (l *catalogLoop) txnsToWrite(value int64, written string) string {
 	if value < 0 {
 		return ""
+	}
+	if l.txns.asOf != value {
+		l.lookbackDue = true // not as of the cursor: rebuilt before the next batch
 	}
 	l.txns.moveTo(value)
 	s := string(l.txns.marshal())

@@ -31,7 +31,8 @@ import (
 // starts from), a commit of a transaction may have written tables whose
 // allocations were never seen: an unknown commit, which the step answers with
 // a full refresh of the catalog, counted (hmssync_txn_unknown_commits_total)
-// and logged. knownFrom becomes known again at the next OPEN_TXN.
+// and logged. knownFrom becomes known again at the next OPEN_TXN, or from the
+// look-back (lookback.go) when the state knows nothing as of the cursor.
 //
 // Bounded (txnLimits): at most maxOpen transactions, maxTables tables each,
 // and maxBytes of names; transactions whose first write is older than the

@@ -86,6 +86,10 @@ type Catalog struct {
 	// remembered after its first write (the metastore's hive.txn.timeout,
 	// which `hmssync check` reports, or longer for writers that run longer).
 	TxnTimeout time.Duration `yaml:"txn_timeout"`
+	// TxnLookbackEvents is how many events before its cursor a member reads
+	// to rebuild an open-transaction state that knows nothing as of it
+	// (agent/lookback.go); 0: none.
+	TxnLookbackEvents int `yaml:"txn_lookback_events"`
 }
 
 // HTTP is the status, metrics and admin listener (http).
@@ -172,9 +176,10 @@ func CatalogDefaults(name string) Catalog {
 		PollInterval: time.Second,
 		BusyPoll:     busyPollUnset,
 		// Push-down reads the same changes as the whole log (agent/pushdown.go).
-		FilterPushdown: true,
-		HMSAuth:        HMSAuth{Mechanism: "none"},
-		TxnTimeout:     300 * time.Second, // Hive's default hive.txn.timeout
+		FilterPushdown:    true,
+		HMSAuth:           HMSAuth{Mechanism: "none"},
+		TxnTimeout:        300 * time.Second, // Hive's default hive.txn.timeout
+		TxnLookbackEvents: 100000,
 	}
 }
 

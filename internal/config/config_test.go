@@ -135,6 +135,7 @@ catalogs:
 		{"catalog poll_interval (file)", cfg.Catalogs[0].PollInterval, 250 * time.Millisecond},
 		{"catalog txn_timeout (default)", cfg.Catalogs[0].TxnTimeout, 300 * time.Second},
 		{"catalog batch_size (default)", cfg.Catalogs[0].BatchSize, 1000},
+		{"catalog txn_lookback_events (default)", cfg.Catalogs[0].TxnLookbackEvents, 100000},
 		{"catalog hms_catalog (default)", cfg.Catalogs[0].HMSCatalog, "hive"},
 		{"fe password (env)", sec.FEPassword, "s3cret"},
 	}
@@ -205,6 +206,8 @@ func TestInvalidValuesAreNamed(t *testing.T) {
 		{"regex", "catalogs: [{name: a, include: ['sales\\.(']}]", nil, []string{"catalogs[0].include[0]", "regular expression"}},
 		{"poll interval", "catalogs: [{name: a, poll_interval: 1ms}]", nil, []string{"catalogs[0].poll_interval", "1ms", "10ms to 1h"}},
 		{"busy poll above poll interval", "catalogs: [{name: a, poll_interval: 100ms, busy_poll_interval: 200ms}]", nil, []string{"catalogs[0].busy_poll_interval", "200ms", "up to poll_interval (100ms)"}},
+		{"txn look-back negative", "catalogs: [{name: a, txn_lookback_events: -1}]", nil, []string{"catalogs[0].txn_lookback_events", "-1", "0 (no look-back) to 10000000"}},
+		{"txn look-back off", "catalogs: [{name: a, txn_lookback_events: 0}]", nil, []string{}},
 		{"busy poll default under a short poll interval", "catalogs: [{name: a, poll_interval: 10ms}]", nil, []string{}},
 		{"env duration", "", map[string]string{"HMSSYNC_FE_TIMEOUT": "soon"}, []string{"HMSSYNC_FE_TIMEOUT", "fe.timeout", `"soon"`, "duration"}},
 		{"listen", "http: {listen: 9108}", nil, []string{"http.listen", `"9108"`, "host:port"}},

@@ -17,6 +17,10 @@ import (
 
 var eventTypeRe = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
+// maxTxnLookbackEvents bounds catalogs[].txn_lookback_events: a read of ten
+// million events takes minutes of the metastore at a member's start.
+const maxTxnLookbackEvents = 10_000_000
+
 // Validate checks a configuration built in code (the demo's, the bench's) as
 // Load checks a loaded one, except that a Kerberos login's files are not read
 // (Sources.CheckKerberos).
@@ -198,6 +202,9 @@ func (c *Config) validateCatalog(p *problems, i int, checkKerberos func(Kerberos
 	}
 	if cat.BusyPoll != busyPollUnset && (cat.BusyPoll < time.Millisecond || cat.BusyPoll > cat.PollInterval) {
 		p.bad(k("busy_poll_interval"), cat.BusyPoll, fmt.Sprintf("want a duration from 1ms up to poll_interval (%s)", cat.PollInterval))
+	}
+	if cat.TxnLookbackEvents < 0 || cat.TxnLookbackEvents > maxTxnLookbackEvents {
+		p.bad(k("txn_lookback_events"), cat.TxnLookbackEvents, fmt.Sprintf("want 0 (no look-back) to %d events", maxTxnLookbackEvents))
 	}
 	for j, t := range cat.SkipEventTypes {
 		if !eventTypeRe.MatchString(t) {

@@ -118,7 +118,7 @@ func New(ctx context.Context, cfg config.Config, sec config.Secrets, log *zap.Lo
 		cat := agent.Catalog{
 			Name: cc.Name, Source: hc, Decoder: message.NewDecoder(cc.HMSCatalog),
 			BatchSize: cc.BatchSize, PollInterval: cc.PollInterval, BusyPollInterval: cc.BusyPollInterval(), SkipEventTypes: cc.SkipEventTypes,
-			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown, TxnTimeout: cc.TxnTimeout,
+			CallTimeout: cc.HMSTimeout, NoPushdown: !cc.FilterPushdown, TxnTimeout: cc.TxnTimeout, TxnLookback: txnLookback(cc.TxnLookbackEvents),
 		}
 		for _, p := range cc.Include {
 			re, _ := config.CompileFull(p) // validated
@@ -202,4 +202,13 @@ func (s *Sidecar) Close() {
 	if s.Etcd != nil {
 		_ = s.Etcd.Close()
 	}
+}
+
+// txnLookback is agent.Catalog.TxnLookback for catalogs[].txn_lookback_events:
+// the key's 0 is no look-back, the agent's zero its default.
+func txnLookback(events int) int {
+	if events == 0 {
+		return -1
+	}
+	return events
 }
