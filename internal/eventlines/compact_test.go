@@ -30,6 +30,7 @@ func TestWriteCompact(t *testing.T) {
 		{message.Event{ID: 9, Time: 0, Type: "ALTER_TABLE\x1b[2J", DB: "db", Table: "t\n10 1970-01-01T00:00:00Z DROP_TABLE db.t", Message: "{}"},
 			"9 1970-01-01T00:00:00Z \"ALTER_TABLE\\x1b[2J\" \"db.t\\n10 1970-01-01T00:00:00Z DROP_TABLE db.t\" 2B\n"},
 		{message.Event{ID: 10, Time: 0, Type: "OPEN_TXN", DB: "null", Table: " ", Message: "{}"}, "10 1970-01-01T00:00:00Z OPEN_TXN \"null. \" 2B\n"},
+		{message.Event{ID: 11, Time: 0, Type: "ALTER_TABLE", DB: "db", Table: "a\x9b31mb", Message: "{}"}, "11 1970-01-01T00:00:00Z ALTER_TABLE \"db.a\\x9b31mb\" 2B\n"},
 	} {
 		var b bytes.Buffer
 		if err := WriteCompact(&b, c.ev); err != nil || b.String() != c.want {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hmssync/hmssync/hms"
 	"github.com/hmssync/hmssync/hms/message"
@@ -132,6 +133,9 @@ func WriteCompact(w io.Writer, ev message.Event) error {
 // printable and no space, else quoted (Go syntax), so that a name the
 // metastore sent cannot end the line, fake another or drive the terminal.
 func Printable(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s) // an invalid byte ranges as U+FFFD, which is printable
+	}
 	for _, r := range s {
 		if !unicode.IsPrint(r) || r == ' ' {
 			return strconv.Quote(s)
